@@ -1,0 +1,11 @@
+"""fastgp: exact Gaussian-process hyperparameter optimisation whose gradient
+costs one N x N buffer.
+
+Importing fastgp compiles nothing and changes no global state; the Numba
+routines compile (or load from Numba's on-disk cache) on first use.
+"""
+
+from .regressor import GaussianProcessRegressor
+
+__all__ = ["GaussianProcessRegressor", "__version__"]
+__version__ = "0.1.0"

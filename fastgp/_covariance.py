@@ -1,0 +1,123 @@
+"""Parallel Numba passes over the covariance matrix: the fill and the fused
+gradient reduction of DESIGN.md (steps 1 and 5), and the cross-covariance used
+by prediction.
+
+Load balance and determinism. The lower triangle's column j holds n - j
+entries, so a plain ``prange`` over columns gives the first thread most of the
+work. The columns are instead cut into ``n_blocks`` blocks of (nearly) equal
+area by :func:`column_blocks`; ``n_blocks`` depends only on n, never on the
+thread count, and each block writes its own columns (fill) or its own row of
+``partial_out`` (reduction). So no two iterations write the same memory, and
+the final sum over blocks, taken in block order by the caller, gives the same
+bits whatever the number of threads.
+"""
+
+import numpy as np
+
+from ._numba import parallel_jit, prange
+from ._tiles import TILE, allocate_scratch, eval_tile
+
+#: Blocks per triangle; fixed so that results do not depend on thread count.
+MAX_BLOCKS = 256
+
+
+def column_blocks(n):
+    """Boundaries (n_blocks + 1,) int64 of column blocks of equal lower-triangle
+    area: block b covers columns [bounds[b], bounds[b + 1])."""
+    n_blocks = max(1, min(n, MAX_BLOCKS))
+    # area of columns [0, j) is j n - j (j - 1) / 2; invert it at equal steps
+    targets = np.arange(n_blocks + 1) * (n * (n + 1) / 2.0) / n_blocks
+    b = 2.0 * n + 1.0
+    j = (b - np.sqrt(np.maximum(b * b - 8.0 * targets, 0.0))) / 2.0
+    bounds = np.clip(np.round(j), 0, n).astype(np.int64)
+    bounds[0], bounds[-1] = 0, n
+    return np.maximum.accumulate(bounds)
+
+
+@parallel_jit
+def fill_cov_lower(X, ops, op_float, params, theta_of_param, stack_depth,
+                   diag_add, bounds, K_out):
+    """Write tril(k(X, X)) + diag(diag_add) into K_out; the strict upper
+    triangle is not touched.
+
+    X        (n, d) float64 C-contiguous     diag_add (n,) float64 (alpha)
+    ops ...  the KernelProgram arrays; params (n_params,) natural scale
+    bounds   (n_blocks + 1,) int64 from column_blocks(n)
+    K_out    (n, n) float64 F-contiguous, overwritten (lower triangle)
+    Each prange iteration owns the columns of one block: no write races.
+    """
+    n = X.shape[0]
+    for b in prange(bounds.size - 1):
+        V, G, R, W = allocate_scratch(stack_depth, 0)
+        for j in range(bounds[b], bounds[b + 1]):
+            for i0 in range(j, n, TILE):
+                m = min(TILE, n - i0)
+                diag_t = 0 if i0 == j else -1
+                eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
+                          theta_of_param, False, V, G, R, W)
+                for t in range(m):
+                    K_out[i0 + t, j] = V[0, t]
+            K_out[j, j] += diag_add[j]
+
+
+@parallel_jit
+def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
+                     n_theta, Kinv, A, bounds, partial_out):
+    """Fused gradient pass: partial_out[b, p] = sum over the lower-triangle
+    entries (i, j) of block b of c_ij W_ij dK_ij/dtheta_p, with
+    W = T K^-1 - A A^T (T = A.shape[1]) and c_ij = 2 off the diagonal, 1 on
+    it; so dL/dtheta = 0.5 * partial_out.sum(0) for the negative log marginal
+    likelihood L (Rasmussen & Williams 2006, eq. 5.9). W and dK are never
+    stored: dK is recomputed tile by tile from X.
+
+    Kinv     (n, n) float64 F-contiguous, lower triangle holds K^-1 (read only)
+    A        (n, T) float64 C-contiguous: K^-1 Y
+    partial_out (n_blocks, n_theta) float64, overwritten; row b by iteration b.
+    """
+    n = X.shape[0]
+    T = A.shape[1]
+    for b in prange(bounds.size - 1):
+        V, G, R, W = allocate_scratch(stack_depth, n_theta)
+        acc = np.zeros(n_theta)
+        w = np.empty(TILE)
+        for j in range(bounds[b], bounds[b + 1]):
+            for i0 in range(j, n, TILE):
+                m = min(TILE, n - i0)
+                diag_t = 0 if i0 == j else -1
+                eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
+                          theta_of_param, True, V, G, R, W)
+                for t in range(m):
+                    i = i0 + t
+                    s = 0.0
+                    for q in range(T):
+                        s += A[i, q] * A[j, q]
+                    w[t] = 2.0 * (T * Kinv[i, j] - s)
+                if diag_t == 0:
+                    w[0] *= 0.5
+                for p in range(n_theta):
+                    s = 0.0
+                    for t in range(m):
+                        s += w[t] * G[p, t]
+                    acc[p] += s
+        for p in range(n_theta):
+            partial_out[b, p] = acc[p]
+
+
+@parallel_jit
+def fill_cross_cov(X_train, X_query, ops, op_float, params, theta_of_param,
+                   stack_depth, K_out):
+    """K_out[i, c] = k(X_train[i], X_query[c]) (no WhiteKernel term: the
+    points are distinct draws, as in scikit-learn's k(X, Y)).
+
+    X_train (n, d), X_query (m, d) float64 C-contiguous
+    K_out   (n, m) float64 F-contiguous, overwritten; column c by iteration c.
+    """
+    n = X_train.shape[0]
+    for c in prange(X_query.shape[0]):
+        V, G, R, W = allocate_scratch(stack_depth, 0)
+        for i0 in range(0, n, TILE):
+            m = min(TILE, n - i0)
+            eval_tile(X_train, i0, m, X_query, c, -1, ops, op_float, params,
+                      theta_of_param, False, V, G, R, W)
+            for t in range(m):
+                K_out[i0 + t, c] = V[0, t]

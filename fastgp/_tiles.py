@@ -1,0 +1,223 @@
+"""The kernel interpreter: values and log-parameter gradients of a lowered
+kernel program for one *tile* of matrix entries.
+
+A tile is up to ``TILE`` entries k(X1[i0 + t], X2[j]), t = 0 .. n-1, of one
+column j. Evaluating a tile per operation (rather than an entry per call)
+amortises the opcode dispatch over ``TILE`` entries and leaves simple loops
+that LLVM vectorises; this matters because the fill and the gradient pass each
+touch N^2 / 2 entries and must stay small beside LAPACK's N^3 work.
+
+Scratch arrays (caller-owned, reused across tiles, never shared between
+threads):
+
+- ``V``  (stack_depth, TILE) float64: the value stack; the result is ``V[0]``.
+- ``G``  (max(n_theta, 1), TILE) float64: ``G[p, t]`` = dk/dtheta_p for entry
+  t, theta = log of the natural parameter. Written only if ``want_grad``.
+  Every free theta belongs to exactly one leaf, which *assigns* its rows, and
+  operators only rescale rows of their subtree's range, so ``G`` needs no
+  zeroing between tiles.
+- ``R``  (TILE,) float64: per-entry squared scaled distances.
+
+Each leaf's formulas are those of scikit-learn's kernels (Rasmussen & Williams
+2006, ch. 4: eq. 4.9 RBF, eq. 4.14 Matern, eq. 4.19 rational quadratic), with
+gradients taken with respect to log-parameters as scikit-learn does.
+"""
+
+import math
+
+import numpy as np
+
+from . import _opcodes as op
+from ._numba import jit
+
+TILE = 64
+
+_SQRT3 = math.sqrt(3.0)
+_SQRT5 = math.sqrt(5.0)
+
+
+@jit
+def _scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, R):
+    """R[t] = sum_k ((X1[i0+t, k] - X2[j, k]) / l_k)^2, l = params[pstart:pstart+m]
+    (m == 1: one length scale for all k)."""
+    d = X1.shape[1]
+    if m == 1:
+        inv = 1.0 / params[pstart]
+        for t in range(n):
+            s = 0.0
+            for k in range(d):
+                diff = (X1[i0 + t, k] - X2[j, k]) * inv
+                s += diff * diff
+            R[t] = s
+    else:
+        for t in range(n):
+            s = 0.0
+            for k in range(d):
+                diff = (X1[i0 + t, k] - X2[j, k]) / params[pstart + k]
+                s += diff * diff
+            R[t] = s
+
+
+@jit
+def _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, pstart, m, radial,
+                     G, R):
+    """Length-scale gradients of a stationary leaf whose value depends on
+    r2 = R[t] only: dk/dlog l_k = radial[t] * D_k with D_k = ((x_k - x'_k)/l_k)^2
+    (and D = r2 when isotropic). ``radial[t]`` = -2 dk/d(r2)."""
+    if m == 1:
+        ti = theta_of_param[pstart]
+        if ti >= 0:
+            for t in range(n):
+                G[ti, t] = radial[t] * R[t]
+    else:
+        for k in range(m):
+            ti = theta_of_param[pstart + k]
+            if ti < 0:
+                continue
+            inv = 1.0 / params[pstart + k]
+            for t in range(n):
+                diff = (X1[i0 + t, k] - X2[j, k]) * inv
+                G[ti, t] = radial[t] * diff * diff
+
+
+@jit
+def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
+              want_grad, V, G, R, W):
+    """Evaluate the program for entries k(X1[i0 + t], X2[j]), t < n <= TILE.
+
+    X1 (n1, d), X2 (n2, d) float64 C-contiguous.  diag_t: the t at which the
+    entry lies on the training diagonal (WhiteKernel is nonzero only there),
+    or -1.  ops/op_float/params/theta_of_param: see KernelProgram.  V, G, R, W:
+    caller-owned scratch (W (TILE,) is a second per-entry work row).
+    Result: V[0, :n]; if want_grad, G[:n_theta, :n].
+    """
+    sp = 0
+    for o in range(ops.shape[0]):
+        code = ops[o, op.COL_CODE]
+        ps = ops[o, op.COL_PSTART]
+        m = ops[o, op.COL_M]
+        if code == op.CONST:
+            c = params[ps]
+            for t in range(n):
+                V[sp, t] = c
+            if want_grad:
+                ti = theta_of_param[ps]
+                if ti >= 0:
+                    for t in range(n):
+                        G[ti, t] = c
+            sp += 1
+        elif code == op.WHITE:
+            for t in range(n):
+                V[sp, t] = 0.0
+            if diag_t >= 0:
+                V[sp, diag_t] = params[ps]
+            if want_grad:
+                ti = theta_of_param[ps]
+                if ti >= 0:
+                    for t in range(n):
+                        G[ti, t] = V[sp, t]
+            sp += 1
+        elif code == op.RBF:
+            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
+            for t in range(n):
+                V[sp, t] = math.exp(-0.5 * R[t])
+            if want_grad:
+                # dk/dlog l_k = k * D_k
+                _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                                 V[sp], G, R)
+            sp += 1
+        elif code == op.MATERN12:
+            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
+            for t in range(n):
+                r = math.sqrt(R[t])
+                e = math.exp(-r)
+                V[sp, t] = e
+                # dk/dlog l_k = e^{-r} D_k / r  (0 at r = 0, as scikit-learn)
+                W[t] = e / r if r > 0.0 else 0.0
+            if want_grad:
+                _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                                 W, G, R)
+            sp += 1
+        elif code == op.MATERN32:
+            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
+            for t in range(n):
+                a = _SQRT3 * math.sqrt(R[t])
+                e = math.exp(-a)
+                V[sp, t] = (1.0 + a) * e
+                W[t] = 3.0 * e  # dk/dlog l_k = 3 D_k e^{-sqrt(3) r}
+            if want_grad:
+                _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                                 W, G, R)
+            sp += 1
+        elif code == op.MATERN52:
+            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
+            for t in range(n):
+                a = _SQRT5 * math.sqrt(R[t])
+                e = math.exp(-a)
+                V[sp, t] = (1.0 + a + a * a / 3.0) * e
+                W[t] = (5.0 / 3.0) * (1.0 + a) * e  # times D_k
+            if want_grad:
+                _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                                 W, G, R)
+            sp += 1
+        elif code == op.RQ:
+            # k = (1 + d2 / (2 alpha l^2))^-alpha, d2 unscaled squared distance
+            alpha = params[ps]
+            ls = params[ps + 1]
+            _scaled_sqdist(X1, i0, n, X2, j, params, ps + 1, 1, R)  # R = d2 / l^2
+            for t in range(n):
+                base = 1.0 + R[t] / (2.0 * alpha)
+                V[sp, t] = base ** (-alpha)
+                W[t] = base
+            if want_grad:
+                ta = theta_of_param[ps]
+                if ta >= 0:
+                    for t in range(n):
+                        G[ta, t] = V[sp, t] * (-alpha * math.log(W[t])
+                                               + R[t] / (2.0 * W[t]))
+                tl = theta_of_param[ps + 1]
+                if tl >= 0:
+                    for t in range(n):
+                        G[tl, t] = R[t] * V[sp, t] / W[t]
+            sp += 1
+        elif code == op.SUM:
+            sp -= 1
+            for t in range(n):
+                V[sp - 1, t] += V[sp, t]
+        elif code == op.PRODUCT:
+            # (ab)' = a'b + ab': the left subtree owns theta [T0, TM), the right
+            # [TM, T1); each leaf assigned its own rows, so scale them in place.
+            sp -= 1
+            a = sp - 1
+            if want_grad:
+                for ti in range(ops[o, op.COL_T0], ops[o, op.COL_TM]):
+                    for t in range(n):
+                        G[ti, t] *= V[sp, t]
+                for ti in range(ops[o, op.COL_TM], ops[o, op.COL_T1]):
+                    for t in range(n):
+                        G[ti, t] *= V[a, t]
+            for t in range(n):
+                V[a, t] *= V[sp, t]
+        elif code == op.POW:
+            # (k^e)' = e k^(e-1) k'
+            e = op_float[o]
+            a = sp - 1
+            if want_grad:
+                for t in range(n):
+                    W[t] = e * V[a, t] ** (e - 1.0)
+                for ti in range(ops[o, op.COL_T0], ops[o, op.COL_T1]):
+                    for t in range(n):
+                        G[ti, t] *= W[t]
+            for t in range(n):
+                V[a, t] = V[a, t] ** e
+    return sp
+
+
+@jit
+def allocate_scratch(stack_depth, n_theta):
+    """Scratch arrays (V, G, R, W) for one thread; see the module docstring."""
+    V = np.empty((max(stack_depth, 1), TILE))
+    G = np.empty((max(n_theta, 1), TILE))
+    R = np.empty(TILE)
+    W = np.empty(TILE)
+    return V, G, R, W

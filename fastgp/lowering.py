@@ -1,0 +1,254 @@
+"""Lowering of scikit-learn kernel expressions into flat programs for Numba.
+
+A kernel such as ``C(1.0) * RBF([1.0, 2.0]) + WhiteKernel()`` is a tree of
+Python objects. fastgp's jitted routines never see Python objects: once per fit
+the tree is lowered, in post-order, into a :class:`KernelProgram` of plain
+arrays that one compiled interpreter (:mod:`fastgp._tiles`) evaluates for many
+matrix entries at a time. Because the interpreter's signature does not depend
+on the kernel's structure, it is compiled once per install and cached.
+
+Hyperparameter bookkeeping follows scikit-learn exactly: ``theta`` is the
+log-space vector of *free* hyperparameters in ``kernel.theta`` order (each
+leaf's hyperparameters sorted by name, a Sum or Product concatenating its
+children's). A subtree's free parameters therefore occupy one contiguous range
+of ``theta``; the program stores that range per operation, which is all the
+interpreter needs to apply the sum, product and power rules to gradients.
+
+This module imports no Numba. Adding a kernel to the fast path means one
+lowering function registered in :data:`LEAF_LOWERINGS` here and its value and
+derivatives in :mod:`fastgp._tiles` (see docs/adding_a_kernel.md).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.gaussian_process import kernels as skk
+
+from . import _opcodes as op
+
+__all__ = ["KernelProgram", "lower_kernel", "LEAF_LOWERINGS", "register_leaf"]
+
+
+@dataclass(frozen=True, eq=False)
+class KernelProgram:
+    """A kernel expression lowered to flat arrays.
+
+    Attributes
+    ----------
+    ops : ndarray of shape (n_ops, 6), int64
+        Post-order operations; columns are described in :mod:`fastgp._opcodes`.
+    op_float : ndarray of shape (n_ops,), float64
+        Per-operation float constant (the exponent of ``POW``; else 0).
+    theta_of_param : ndarray of shape (n_params,), int64
+        For each natural-scale parameter slot, its index in ``theta``, or -1
+        if the hyperparameter is fixed.
+    base_params : ndarray of shape (n_params,), float64
+        Natural-scale parameter values at lowering time; fixed slots keep them.
+    n_theta : int
+        Number of free hyperparameters (``len(kernel.theta)``).
+    stack_depth : int
+        Largest number of values on the interpreter's stack.
+    n_features : int
+        Input dimension the program was lowered for.
+    """
+
+    ops: np.ndarray
+    op_float: np.ndarray
+    theta_of_param: np.ndarray
+    base_params: np.ndarray
+    n_theta: int
+    stack_depth: int
+    n_features: int
+
+    def params(self, theta):
+        """Natural-scale parameter vector (n_params,) for log-space ``theta``."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.n_theta,):
+            raise ValueError(
+                f"theta has shape {theta.shape}; this kernel has {self.n_theta} "
+                "free hyperparameters."
+            )
+        params = self.base_params.copy()
+        free = self.theta_of_param >= 0
+        params[free] = np.exp(theta[self.theta_of_param[free]])
+        return params
+
+
+class _Builder:
+    """Accumulates operations while walking the kernel tree in post-order."""
+
+    def __init__(self, n_features):
+        self.n_features = n_features
+        self.ops = []
+        self.op_float = []
+        self.params = []
+        self.theta_of_param = []
+        self.n_theta = 0
+        self.depth = 0
+        self.max_depth = 0
+
+    def push_leaf(self, kernel, code, slots):
+        """Append a leaf.
+
+        ``slots`` is a list of (hyperparameter name, natural values) in the
+        order the interpreter reads them; the number of length scales ``m`` is
+        the size of the slot named ``length_scale`` (1 if there is none).
+        """
+        # theta indices in scikit-learn's order: kernel.hyperparameters
+        # (sorted by name), free ones only, n_elements entries each.
+        t0 = self.n_theta
+        theta_index = {}
+        for hp in kernel.hyperparameters:
+            if hp.fixed:
+                continue
+            theta_index[hp.name] = self.n_theta
+            self.n_theta += hp.n_elements
+        pstart = len(self.params)
+        m = 1
+        for name, values in slots:
+            values = np.atleast_1d(np.asarray(values, dtype=np.float64))
+            if name == "length_scale":
+                m = values.size
+            first = theta_index.get(name, -1)
+            for k, v in enumerate(values):
+                self.params.append(float(v))
+                self.theta_of_param.append(first + k if first >= 0 else -1)
+        self._append(code, pstart, m, t0, t0, self.n_theta, 0.0, pushes=1)
+
+    def push_operator(self, code, t0, tm, exponent=0.0):
+        pops = 1 if code == op.POW else 2
+        self._append(code, 0, 0, t0, tm, self.n_theta, exponent, pushes=1 - pops)
+
+    def _append(self, code, pstart, m, t0, tm, t1, fval, pushes):
+        self.ops.append((code, pstart, m, t0, tm, t1))
+        self.op_float.append(fval)
+        self.depth += pushes
+        self.max_depth = max(self.max_depth, self.depth)
+
+    def build(self):
+        return KernelProgram(
+            ops=np.asarray(self.ops, dtype=np.int64).reshape(-1, op.N_COLS),
+            op_float=np.asarray(self.op_float, dtype=np.float64),
+            theta_of_param=np.asarray(self.theta_of_param, dtype=np.int64),
+            base_params=np.asarray(self.params, dtype=np.float64),
+            n_theta=self.n_theta,
+            stack_depth=self.max_depth,
+            n_features=self.n_features,
+        )
+
+
+def _length_scales(kernel, n_features):
+    """Length scales as an array of size 1 or n_features (scikit-learn's rule)."""
+    ls = np.atleast_1d(np.asarray(kernel.length_scale, dtype=np.float64))
+    if ls.ndim > 1:
+        raise ValueError("length_scale cannot be of dimension greater than 1")
+    if ls.size not in (1, n_features):
+        raise ValueError(
+            "Anisotropic kernel must have the same number of dimensions as data "
+            f"({ls.size}!={n_features})"
+        )
+    return ls
+
+
+def _lower_constant(kernel, n_features):
+    return op.CONST, [("constant_value", kernel.constant_value)]
+
+
+def _lower_white(kernel, n_features):
+    return op.WHITE, [("noise_level", kernel.noise_level)]
+
+
+def _lower_rbf(kernel, n_features):
+    return op.RBF, [("length_scale", _length_scales(kernel, n_features))]
+
+
+_MATERN_CODES = {0.5: op.MATERN12, 1.5: op.MATERN32, 2.5: op.MATERN52, np.inf: op.RBF}
+
+
+def _lower_matern(kernel, n_features):
+    code = _MATERN_CODES.get(float(kernel.nu))
+    if code is None:
+        return None  # other nu need Bessel functions: not on the fast path
+    return code, [("length_scale", _length_scales(kernel, n_features))]
+
+
+def _lower_rational_quadratic(kernel, n_features):
+    ls = np.atleast_1d(np.asarray(kernel.length_scale, dtype=np.float64))
+    if ls.size > 1:  # scikit-learn's own message
+        raise AttributeError(
+            "RationalQuadratic kernel only supports isotropic version, "
+            "please use a single scalar for length_scale"
+        )
+    return op.RQ, [("alpha", kernel.alpha), ("length_scale", ls)]
+
+
+#: Leaf kernel lowerings by exact type: ``f(kernel, n_features)`` returns
+#: ``(opcode, [(hyperparameter name, natural values), ...])`` or None when this
+#: instance cannot be lowered. Exact types only: a user's subclass may change
+#: ``__call__`` and must take the general path.
+LEAF_LOWERINGS = {
+    skk.ConstantKernel: _lower_constant,
+    skk.WhiteKernel: _lower_white,
+    skk.RBF: _lower_rbf,
+    skk.Matern: _lower_matern,
+    skk.RationalQuadratic: _lower_rational_quadratic,
+}
+
+
+def register_leaf(kernel_type, lowering):
+    """Put ``kernel_type`` on the fast path with ``lowering`` (see LEAF_LOWERINGS)."""
+    LEAF_LOWERINGS[kernel_type] = lowering
+
+
+class _NotLowerable(Exception):
+    pass
+
+
+def _walk(kernel, builder):
+    kind = type(kernel)
+    if kind in (skk.Sum, skk.Product):
+        t0 = builder.n_theta
+        _walk(kernel.k1, builder)
+        tm = builder.n_theta
+        _walk(kernel.k2, builder)
+        builder.push_operator(op.SUM if kind is skk.Sum else op.PRODUCT, t0, tm)
+    elif kind is skk.Exponentiation:
+        t0 = builder.n_theta
+        _walk(kernel.kernel, builder)
+        builder.push_operator(op.POW, t0, t0, exponent=float(kernel.exponent))
+    else:
+        lowering = LEAF_LOWERINGS.get(kind)
+        lowered = None if lowering is None else lowering(kernel, builder.n_features)
+        if lowered is None:
+            raise _NotLowerable(repr(kernel))
+        code, slots = lowered
+        builder.push_leaf(kernel, code, slots)
+
+
+def lower_kernel(kernel, n_features):
+    """Lower ``kernel`` for inputs with ``n_features`` columns.
+
+    Returns
+    -------
+    program : KernelProgram or None
+        None when some part of the expression is not on the fast path; the
+        caller then evaluates the kernel object itself.
+
+    Raises
+    ------
+    ValueError
+        If a length-scale vector does not match ``n_features`` (as
+        scikit-learn's kernels raise when called).
+    """
+    builder = _Builder(int(n_features))
+    try:
+        _walk(kernel, builder)
+    except _NotLowerable:
+        return None
+    program = builder.build()
+    if program.n_theta != kernel.n_dims:  # a bookkeeping bug, not user error
+        raise AssertionError(
+            f"lowered {program.n_theta} free hyperparameters, kernel has "
+            f"{kernel.n_dims}: {kernel!r}"
+        )
+    return program

@@ -1,0 +1,129 @@
+"""The negative log marginal likelihood and its gradient, in one N x N buffer.
+
+For K = k(X, X; theta) + diag(alpha) and targets Y (N, T), DESIGN.md and
+Rasmussen & Williams (2006) eq. 2.30 and 5.9 give
+
+    L        = 1/2 tr(Y^T K^-1 Y) + T/2 log|K| + N T/2 log(2 pi)
+    dL/dth_p = 1/2 sum_ij W_ij dK_ij/dth_p,   W = T K^-1 - A A^T,  A = K^-1 Y.
+
+One evaluation with gradient: fill K's lower triangle into the workspace,
+dpotrf in place (the factor L), A = K^-1 Y by dpotrs, log|K| from diag(L),
+dpotri in place (K^-1's lower triangle), then one fused pass that forms W entry
+by entry and reduces it against dK recomputed on the fly. The workspace is
+allocated once and reused by every call.
+"""
+
+import math
+
+import numpy as np
+
+from .linalg import (
+    NotPositiveDefiniteError,
+    cho_inverse_in_place,
+    cho_solve_factor,
+    cholesky_in_place,
+    log_det_from_factor,
+)
+
+__all__ = ["Workspace", "NegLogMarginalLikelihood"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class Workspace:
+    """The one N x N float64 buffer (F-contiguous, LAPACK's layout) that a fit
+    reuses for K, its factor L and K^-1 in turn. Allocated on first use."""
+
+    def __init__(self, n):
+        self.n = int(n)
+        self._buffer = None
+
+    @property
+    def nbytes(self):
+        return 8 * self.n * self.n
+
+    def buffer(self):
+        if self._buffer is None:
+            self._buffer = np.empty((self.n, self.n), dtype=np.float64, order="F")
+        return self._buffer
+
+    def release(self):
+        """Hand the buffer to the caller (for example as the kept factor L_)
+        and forget it, so the next use allocates anew."""
+        buffer, self._buffer = self._buffer, None
+        return buffer
+
+
+class NegLogMarginalLikelihood:
+    """``f(theta) -> (L, dL/dtheta)`` for ``scipy.optimize.minimize(jac=True)``.
+
+    Parameters
+    ----------
+    covariance : FastCovariance or KernelObjectCovariance
+        Fills K and reduces the gradient trace (fastgp.covariance).
+    Y : ndarray of shape (n_samples, n_targets)
+        Targets, already normalised if the estimator normalises.
+    diag_add : ndarray of shape (n_samples,)
+        Added to K's diagonal (scikit-learn's ``alpha``).
+    workspace : Workspace
+        Holds the N x N buffer; overwritten by every call.
+
+    Where K is not positive definite (dpotrf fails) or a value is not finite,
+    the call returns ``(inf, zeros)``, the answer that makes L-BFGS-B's line
+    search back off, as scikit-learn's ``-inf`` log marginal likelihood does.
+    """
+
+    def __init__(self, covariance, Y, diag_add, workspace):
+        self.covariance = covariance
+        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
+        self.diag_add = np.ascontiguousarray(
+            np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (len(self.Y),))
+        )
+        self.workspace = workspace
+        self.n_evaluations = 0
+
+    @property
+    def n_samples(self):
+        return self.Y.shape[0]
+
+    def factor(self, theta):
+        """Fill and factor K at ``theta`` in the workspace.
+
+        Returns (L, A, value): L is the workspace buffer holding the lower
+        Cholesky factor (strict upper triangle: stale), A = K^-1 Y (n, T),
+        value = L(theta). Raises NotPositiveDefiniteError.
+        """
+        B = self.workspace.buffer()
+        self.covariance.fill_lower(theta, self.diag_add, B)
+        cholesky_in_place(B)
+        A = cho_solve_factor(B, self.Y)
+        n, T = self.Y.shape
+        value = (0.5 * float(np.einsum("ik,ik->", self.Y, A))
+                 + 0.5 * T * log_det_from_factor(B) + 0.5 * n * T * _LOG_2PI)
+        return B, A, value
+
+    def value(self, theta):
+        """L(theta) alone (no dpotri, no gradient pass); inf if not PD."""
+        self.n_evaluations += 1
+        try:
+            _, _, value = self.factor(theta)
+        except NotPositiveDefiniteError:
+            return math.inf
+        return value if math.isfinite(value) else math.inf
+
+    def __call__(self, theta):
+        """(L(theta), dL/dtheta (n_theta,)); (inf, zeros) if K is not PD."""
+        self.n_evaluations += 1
+        theta = np.asarray(theta, dtype=np.float64)
+        failed = (math.inf, np.zeros(theta.shape))
+        try:
+            B, A, value = self.factor(theta)
+        except NotPositiveDefiniteError:
+            return failed
+        if not math.isfinite(value):
+            return failed
+        cho_inverse_in_place(B)
+        grad = 0.5 * self.covariance.grad_trace(theta, B, A)
+        if not np.all(np.isfinite(grad)):
+            return failed
+        return value, grad

@@ -1,0 +1,61 @@
+"""Posterior predictive moments from a kept Cholesky factor, in chunks.
+
+Rasmussen & Williams (2006), Algorithm 2.1, lines 4 to 6, for query points
+X* (m, d), training factor L (K = L L^T) and A = K^-1 Y:
+
+    mean = K(X*, X) A                      (m, T)
+    V    = L^-1 K(X, X*)                   (n, m)
+    var  = diag k(X*, X*) - colsum(V * V)  (m,)
+    cov  = k(X*, X*) - V^T V               (m, m)
+
+Mean and variance work through the query points in chunks so that their extra
+memory is O(n x chunk), not O(n x m). The covariance needs V for all m points
+(n x m) beside the (m x m) result.
+"""
+
+import numpy as np
+
+from .linalg import solve_lower_in_place
+
+__all__ = ["predict_mean_var", "predict_mean_cov", "chunk_rows"]
+
+#: Bytes of the (n, chunk) cross-covariance block that prediction holds at once.
+CHUNK_BYTES = 64 * 2**20
+
+
+def chunk_rows(n_train, chunk_bytes=CHUNK_BYTES):
+    """Query rows per chunk so that an (n_train, chunk) float64 block fits in
+    ``chunk_bytes``."""
+    return max(1, int(chunk_bytes // (8 * max(n_train, 1))))
+
+
+def predict_mean_var(covariance, theta, L, A, X_query, diag_query, want_var):
+    """Mean (m, T) and, if ``want_var``, latent variance (m,) at X_query.
+
+    covariance : FastCovariance or KernelObjectCovariance over the training X
+    L : (n, n) F-contiguous lower Cholesky factor; A : (n, T)
+    diag_query : callable X_chunk -> k(x, x) for each row (includes white noise,
+        as scikit-learn's ``kernel.diag``); called only if ``want_var``.
+    """
+    m = len(X_query)
+    mean = np.empty((m, A.shape[1]))
+    var = np.empty(m) if want_var else None
+    step = chunk_rows(L.shape[0])
+    for start in range(0, m, step):
+        stop = min(m, start + step)
+        Kt = covariance.cross(theta, X_query[start:stop])  # (n, c) F-order
+        mean[start:stop] = Kt.T @ A
+        if want_var:
+            V = solve_lower_in_place(L, Kt)
+            var[start:stop] = diag_query(X_query[start:stop]) - np.einsum("ij,ij->j", V, V)
+    return mean, var
+
+
+def predict_mean_cov(covariance, theta, L, A, X_query):
+    """Mean (m, T) and covariance (m, m) at X_query (see module docstring)."""
+    Kt = covariance.cross(theta, X_query)
+    mean = Kt.T @ A
+    V = solve_lower_in_place(L, Kt)
+    cov = covariance.prior_cov(theta, X_query)
+    cov -= V.T @ V
+    return mean, cov

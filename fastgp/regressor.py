@@ -1,0 +1,355 @@
+"""GaussianProcessRegressor: scikit-learn's estimator, with fastgp's
+one-buffer likelihood, gradient and prediction underneath."""
+
+import math
+import warnings
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import _fit_context, clone
+from sklearn.gaussian_process import GaussianProcessRegressor as _SklearnGPR
+from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.preprocessing._data import _handle_zeros_in_scale
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
+
+from .covariance import make_covariance
+from .linalg import NotPositiveDefiniteError
+from .objective import NegLogMarginalLikelihood, Workspace
+from .optimize import minimize_theta
+from .predictive import predict_mean_cov, predict_mean_var
+
+__all__ = ["GaussianProcessRegressor"]
+
+
+def _zero_strict_upper(B):
+    """Zero the strict upper triangle of the square F-contiguous ``B`` in place
+    (column slices: no N x N temporary)."""
+    for j in range(1, B.shape[1]):
+        B[:j, j] = 0.0
+
+
+class GaussianProcessRegressor(_SklearnGPR):
+    """Gaussian process regression with an exact gradient in one N x N buffer.
+
+    A drop-in replacement for
+    :class:`sklearn.gaussian_process.GaussianProcessRegressor`: the same
+    constructor, defaults, fitted attributes and methods, and scikit-learn's
+    own kernel objects. What changes is the cost. One evaluation of the log
+    marginal likelihood and its gradient fills the covariance into one
+    preallocated N x N buffer, factors and inverts it in place with LAPACK and
+    reduces the gradient trace (Rasmussen & Williams 2006, eq. 5.9) in one
+    fused parallel pass, instead of scikit-learn's (N, N, n_theta) gradient
+    tensor and explicit inverse. The buffer is reused by every optimiser step
+    and finally holds the Cholesky factor kept for prediction (``L_``).
+
+    Kernels built from ConstantKernel, WhiteKernel, RBF, Matern (nu in 0.5,
+    1.5, 2.5, inf) and RationalQuadratic with ``+``, ``*`` and ``**`` run on
+    the fast path; any other kernel object works through its own ``__call__``
+    at scikit-learn's memory cost, with a :class:`~fastgp.covariance.SlowKernelWarning`.
+
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        The prior covariance. None means ``C(1.0) * RBF(1.0)``, whose
+        hyperparameters are optimised, as in scikit-learn.
+    alpha : float or ndarray of shape (n_samples,), default=1e-10
+        Added to the diagonal of the training covariance.
+    optimizer : "fmin_l_bfgs_b", "CG", callable or None, default="fmin_l_bfgs_b"
+        "fmin_l_bfgs_b": SciPy's L-BFGS-B within the kernel's bounds. "CG":
+        SciPy's nonlinear conjugate gradients, unbounded in log space. A
+        callable ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
+        func_min)`` as in scikit-learn. None keeps the kernel's parameters.
+    n_restarts_optimizer : int, default=0
+        Extra optimiser runs from log-uniform random starts within the bounds.
+    normalize_y : bool, default=False
+        Centre and scale the targets before fitting (undone in predictions).
+    copy_X_train : bool, default=True
+        Store a copy of the training inputs.
+    n_targets : int or None, default=None
+        Number of target columns, used by predict and sample_y before fit.
+    random_state : int, RandomState instance or None, default=None
+        Draws the restart points.
+    verbose : int, default=0
+        If positive, print the objective and gradient norm at every optimiser
+        iteration (fastgp's addition; scikit-learn's signature otherwise).
+
+    Attributes
+    ----------
+    X_train_ : ndarray of shape (n_samples, n_features) float64
+    y_train_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        Training targets, normalised if ``normalize_y``.
+    kernel_ : kernel instance with the optimised hyperparameters.
+    L_ : ndarray of shape (n_samples, n_samples), F-contiguous
+        Lower Cholesky factor of ``kernel_(X_train_) + alpha I``; the buffer
+        the fit worked in.
+    alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        Dual coefficients K^-1 y.
+    log_marginal_likelihood_value_ : float
+    n_features_in_ : int
+    n_iter_ : int
+        Optimiser iterations of the run whose optimum was kept (0 if none ran).
+    n_evaluations_ : int
+        Objective evaluations over all optimiser runs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    >>> from fastgp import GaussianProcessRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 5, size=(50, 1))
+    >>> y = np.sin(X[:, 0]) + 0.05 * rng.standard_normal(50)
+    >>> gpr = GaussianProcessRegressor(RBF() + WhiteKernel(), random_state=0).fit(X, y)
+    >>> mean, std = gpr.predict(X[:3], return_std=True)
+    >>> bool(np.all(np.abs(mean - np.sin(X[:3, 0])) < 0.1))
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_SklearnGPR._parameter_constraints,
+        "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"}), callable, None],
+        "verbose": [Interval(Integral, 0, None, closed="left"), "boolean"],
+    }
+
+    def __init__(
+        self,
+        kernel=None,
+        *,
+        alpha=1e-10,
+        optimizer="fmin_l_bfgs_b",
+        n_restarts_optimizer=0,
+        normalize_y=False,
+        copy_X_train=True,
+        n_targets=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.kernel = kernel
+        self.alpha = alpha
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.normalize_y = normalize_y
+        self.copy_X_train = copy_X_train
+        self.n_targets = n_targets
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def _validate_X(self, X, y=None, reset=True):
+        kernel = self.kernel_ if hasattr(self, "kernel_") and not reset else self.kernel
+        vector_input = kernel is None or kernel.requires_vector_input
+        dtype, ensure_2d = ("numeric", True) if vector_input else (None, False)
+        if y is None:
+            X = validate_data(self, X, ensure_2d=ensure_2d, dtype=dtype, reset=reset)
+        else:
+            X, y = validate_data(self, X, y, multi_output=True, y_numeric=True,
+                                 ensure_2d=ensure_2d, dtype=dtype, reset=reset)
+        if vector_input:
+            # the fast path works in float64; int and float32 are converted
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        return X if y is None else (X, np.asarray(y, dtype=np.float64))
+
+    def _diag_add(self, n_samples):
+        """scikit-learn's ``alpha`` as an (n_samples,) diagonal, without
+        rewriting the constructor argument (scikit-learn's fit does)."""
+        alpha = np.asarray(self.alpha, dtype=np.float64)
+        if alpha.ndim > 0 and alpha.shape[0] != n_samples:
+            if alpha.shape[0] != 1:
+                raise ValueError(
+                    "alpha must be a scalar or an array with same number of "
+                    f"entries as y. ({alpha.shape[0]} != {n_samples})"
+                )
+            alpha = alpha.reshape(-1)[0]
+        return np.broadcast_to(alpha, (n_samples,)).copy()
+
+    def _report(self, iteration, value, grad_norm):
+        print(f"iter {iteration:4d}  -log p(y|X) {value: .6e}  |grad| {grad_norm:.3e}",
+              flush=True)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the Gaussian process: optimise the kernel's hyperparameters by
+        maximising the log marginal likelihood, then keep the Cholesky factor.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+
+        Returns
+        -------
+        self : GaussianProcessRegressor
+        """
+        self.kernel_ = C() * RBF() if self.kernel is None else clone(self.kernel)
+        self._rng = check_random_state(self.random_state)
+        X, y = self._validate_X(X, y, reset=True)
+
+        n_targets_seen = y.shape[1] if y.ndim > 1 else 1
+        if self.n_targets is not None and n_targets_seen != self.n_targets:
+            raise ValueError(
+                "The number of targets seen in `y` is different from the parameter "
+                f"`n_targets`. Got {n_targets_seen} != {self.n_targets}."
+            )
+        if self.normalize_y:
+            self._y_train_mean = np.mean(y, axis=0)
+            self._y_train_std = _handle_zeros_in_scale(np.std(y, axis=0), copy=False)
+            y = (y - self._y_train_mean) / self._y_train_std
+        else:
+            shape_y_stats = (y.shape[1],) if y.ndim == 2 else 1
+            self._y_train_mean = np.zeros(shape=shape_y_stats)
+            self._y_train_std = np.ones(shape=shape_y_stats)
+        diag_add = self._diag_add(len(y))
+
+        self.X_train_ = np.copy(X) if self.copy_X_train else X
+        self.y_train_ = np.copy(y) if self.copy_X_train else y
+
+        covariance = make_covariance(self.kernel_, self.X_train_)
+        objective = NegLogMarginalLikelihood(covariance, self.y_train_, diag_add,
+                                             Workspace(len(y)))
+        self.n_iter_ = 0
+        if self.optimizer is not None and self.kernel_.n_dims > 0:
+            self._optimize(objective)
+        self.n_evaluations_ = objective.n_evaluations
+
+        # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
+        # in the workspace the optimiser used; that buffer becomes L_.
+        try:
+            L, A, value = objective.factor(self.kernel_.theta)
+        except NotPositiveDefiniteError as exc:
+            raise np.linalg.LinAlgError(
+                f"The kernel, {self.kernel_}, is not returning a positive "
+                "definite matrix. Try gradually increasing the 'alpha' "
+                "parameter of your GaussianProcessRegressor estimator.", str(exc)
+            ) from exc
+        _zero_strict_upper(L)
+        self.L_ = objective.workspace.release()
+        self.alpha_ = A.reshape(self.y_train_.shape)
+        self.log_marginal_likelihood_value_ = -value
+        return self
+
+    def _optimize(self, objective):
+        report = self._report if self.verbose else None
+        bounds = self.kernel_.bounds
+        runs = [minimize_theta(objective, self.kernel_.theta, bounds,
+                               self.optimizer, report)]
+        if self.n_restarts_optimizer > 0:
+            if not np.isfinite(bounds).all():
+                raise ValueError(
+                    "Multiple optimizer restarts (n_restarts_optimizer>0) "
+                    "requires that all bounds are finite."
+                )
+            for _ in range(self.n_restarts_optimizer):
+                theta_initial = self._rng.uniform(bounds[:, 0], bounds[:, 1])
+                runs.append(minimize_theta(objective, theta_initial, bounds,
+                                           self.optimizer, report))
+        best = min(runs, key=lambda run: run.value)
+        if math.isfinite(best.value):
+            self.kernel_.theta = best.theta
+            self.kernel_._check_bounds_params()
+            self.n_iter_ = best.n_iterations
+
+    # -------------------------------------------------------------- predict
+    def predict(self, X, return_std=False, return_cov=False):
+        """Predict with the Gaussian process (the prior if not fitted).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+        return_std : bool, default=False
+            Also return the predictive standard deviation.
+        return_cov : bool, default=False
+            Also return the joint predictive covariance.
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets), optional
+        y_cov : ndarray of shape (n_samples, n_samples) or
+            (n_samples, n_samples, n_targets), optional
+
+        Mean and standard deviation work through X in chunks, so their extra
+        memory is O(n_train x chunk); the covariance holds an
+        (n_train, n_samples) block beside its (n_samples, n_samples) result.
+        """
+        if return_std and return_cov:
+            raise RuntimeError(
+                "At most one of return_std or return_cov can be requested."
+            )
+        if not hasattr(self, "X_train_"):  # the prior: scikit-learn's code
+            return super().predict(X, return_std=return_std, return_cov=return_cov)
+
+        X = self._validate_X(X, reset=False)
+        covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
+        theta = self.kernel_.theta
+        A = self.alpha_.reshape(len(self.alpha_), -1)
+        if return_cov:
+            mean, cov = predict_mean_cov(covariance, theta, self.L_, A, X)
+            y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
+            if y_cov.shape[2] == 1:
+                y_cov = np.squeeze(y_cov, axis=2)
+            return self._unnormalize_mean(mean), y_cov
+        mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
+                                     self.kernel_.diag, want_var=return_std)
+        if not return_std:
+            return self._unnormalize_mean(mean)
+        negative = var < 0
+        if np.any(negative):
+            warnings.warn(
+                "Predicted variances smaller than 0. Setting those variances to 0."
+            )
+            var[negative] = 0.0
+        y_var = np.outer(var, self._y_train_std**2).reshape(*var.shape, -1)
+        if y_var.shape[1] == 1:
+            y_var = np.squeeze(y_var, axis=1)
+        return self._unnormalize_mean(mean), np.sqrt(y_var)
+
+    def _unnormalize_mean(self, mean):
+        y_mean = self._y_train_std * mean + self._y_train_mean
+        if y_mean.ndim > 1 and y_mean.shape[1] == 1:
+            y_mean = np.squeeze(y_mean, axis=1)
+        return y_mean
+
+    # ------------------------------------------------------------------ LML
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False,
+                                clone_kernel=True):
+        """Log marginal likelihood of ``theta`` for the training data.
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,), default=None
+            Log-space hyperparameters. None returns the fitted value.
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to ``theta``.
+        clone_kernel : bool, default=True
+            If False, ``kernel_``'s theta is set to ``theta``.
+
+        Returns
+        -------
+        log_likelihood : float
+            ``-inf`` where the kernel matrix is not positive definite.
+        log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
+
+        Each call allocates one N x N buffer of its own and leaves ``L_``
+        untouched.
+        """
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        theta = np.asarray(theta, dtype=np.float64)
+        if clone_kernel:
+            kernel = self.kernel_.clone_with_theta(theta)
+        else:
+            kernel = self.kernel_
+            kernel.theta = theta
+        covariance = make_covariance(kernel, self.X_train_, warn=False)
+        objective = NegLogMarginalLikelihood(covariance, self.y_train_,
+                                             self._diag_add(len(self.y_train_)),
+                                             Workspace(len(self.y_train_)))
+        if eval_gradient:
+            value, grad = objective(theta)
+            return -value, -grad
+        return -objective.value(theta)
