@@ -80,6 +80,152 @@ def _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, pstart, m, radial
                 G[ti, t] = radial[t] * diff * diff
 
 
+# --- leaves added for issue 3: DotProduct, ExpSineSquared, and the ARD kernels
+# of fastgp.kernels. Each helper writes its value row and *assigns* its own
+# gradient rows (see the module docstring); R and W are per-entry scratch.
+
+
+@jit
+def _dot_product_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, want_grad,
+                      V_row, G):
+    """DotProduct (Rasmussen & Williams 2006, sec. 4.2.2):
+    k = sigma_0^2 + x . x',  dk/dlog sigma_0 = 2 sigma_0^2.
+    params[ps] = sigma_0."""
+    d = X1.shape[1]
+    s0 = params[ps] * params[ps]
+    for t in range(n):
+        s = 0.0
+        for k in range(d):
+            s += X1[i0 + t, k] * X2[j, k]
+        V_row[t] = s + s0
+    if want_grad:
+        ti = theta_of_param[ps]
+        if ti >= 0:
+            for t in range(n):
+                G[ti, t] = 2.0 * s0
+
+
+@jit
+def _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, want_grad,
+                   V_row, G, R, W):
+    """scikit-learn's ExpSineSquared (MacKay's periodic kernel, Rasmussen &
+    Williams 2006, eq. 4.31) on the Euclidean distance r = |x - x'|:
+    k = exp(-2 sin^2(a) / l^2), a = pi r / p, params[ps:ps+2] = (l, p);
+    dk/dlog l = 4 sin^2(a) / l^2 k,  dk/dlog p = 4 a sin(a) cos(a) / l^2 k.
+    Leaves R[t] = sin^2(a), W[t] = a sin(a) cos(a)."""
+    d = X1.shape[1]
+    inv_l2 = 1.0 / (params[ps] * params[ps])
+    p = params[ps + 1]
+    for t in range(n):
+        s = 0.0
+        for k in range(d):
+            diff = X1[i0 + t, k] - X2[j, k]
+            s += diff * diff
+        a = math.pi * math.sqrt(s) / p
+        sn = math.sin(a)
+        R[t] = sn * sn
+        W[t] = a * sn * math.cos(a)
+        V_row[t] = math.exp(-2.0 * inv_l2 * R[t])
+    if want_grad:
+        tl = theta_of_param[ps]
+        if tl >= 0:
+            for t in range(n):
+                G[tl, t] = 4.0 * inv_l2 * R[t] * V_row[t]
+        tp = theta_of_param[ps + 1]
+        if tp >= 0:
+            for t in range(n):
+                G[tp, t] = 4.0 * inv_l2 * W[t] * V_row[t]
+
+
+@jit
+def _rq_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m, want_grad,
+                 V_row, G, R, W):
+    """fastgp.kernels.RationalQuadratic (Rasmussen & Williams 2006, eq. 4.19,
+    with one length scale per dimension): params[ps] = alpha,
+    params[ps+1 : ps+1+m] = l (m == 1: shared).
+    k = b^-alpha, b = 1 + r2 / (2 alpha), r2 = sum_k ((x_k - x'_k) / l_k)^2;
+    dk/dlog alpha = k (-alpha log b + r2 / (2 b)),  dk/dlog l_k = k D_k / b
+    with D_k = ((x_k - x'_k) / l_k)^2 (D = r2 when m == 1)."""
+    alpha = params[ps]
+    _scaled_sqdist(X1, i0, n, X2, j, params, ps + 1, m, R)
+    for t in range(n):
+        b = 1.0 + R[t] / (2.0 * alpha)
+        V_row[t] = b ** (-alpha)
+        W[t] = b
+    if want_grad:
+        ta = theta_of_param[ps]
+        if ta >= 0:
+            for t in range(n):
+                G[ta, t] = V_row[t] * (-alpha * math.log(W[t]) + R[t] / (2.0 * W[t]))
+        for t in range(n):
+            W[t] = V_row[t] / W[t]  # -2 dk/d(r2)
+        _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps + 1, m,
+                         W, G, R)
+
+
+@jit
+def _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m, m2,
+                       want_grad, V_row, G, R, W):
+    """fastgp.kernels.ExpSineSquared, a product over dimensions of MacKay's
+    periodic kernel (Rasmussen & Williams 2006, eq. 4.31):
+    k = exp(-2 S), S = sum_k sin^2(a_k) / l_k^2, a_k = pi (x_k - x'_k) / p_k;
+    params[ps : ps+m] = l, params[ps+m : ps+m+m2] = p (size 1: shared).
+    dk/dlog l_k = 4 sin^2(a_k) / l_k^2 k,
+    dk/dlog p_k = 4 a_k sin(a_k) cos(a_k) / l_k^2 k
+    (a shared parameter's derivative is the sum over k). Leaves R[t] = S."""
+    d = X1.shape[1]
+    pp = ps + m
+    for t in range(n):
+        s = 0.0
+        for k in range(d):
+            lk = params[ps + k] if m > 1 else params[ps]
+            pk = params[pp + k] if m2 > 1 else params[pp]
+            sn = math.sin(math.pi * (X1[i0 + t, k] - X2[j, k]) / pk)
+            s += sn * sn / (lk * lk)
+        R[t] = s
+        V_row[t] = math.exp(-2.0 * s)
+    if not want_grad:
+        return
+    if m == 1:
+        tl = theta_of_param[ps]
+        if tl >= 0:
+            for t in range(n):
+                G[tl, t] = 4.0 * R[t] * V_row[t]
+    else:
+        for k in range(d):
+            tl = theta_of_param[ps + k]
+            if tl < 0:
+                continue
+            inv_l2 = 1.0 / (params[ps + k] * params[ps + k])
+            pk = params[pp + k] if m2 > 1 else params[pp]
+            for t in range(n):
+                sn = math.sin(math.pi * (X1[i0 + t, k] - X2[j, k]) / pk)
+                G[tl, t] = 4.0 * inv_l2 * sn * sn * V_row[t]
+    if m2 == 1:
+        tp = theta_of_param[pp]
+        if tp >= 0:
+            for t in range(n):
+                W[t] = 0.0
+            for k in range(d):
+                lk = params[ps + k] if m > 1 else params[ps]
+                inv_l2 = 1.0 / (lk * lk)
+                for t in range(n):
+                    a = math.pi * (X1[i0 + t, k] - X2[j, k]) / params[pp]
+                    W[t] += inv_l2 * a * math.sin(a) * math.cos(a)
+            for t in range(n):
+                G[tp, t] = 4.0 * W[t] * V_row[t]
+    else:
+        for k in range(d):
+            tp = theta_of_param[pp + k]
+            if tp < 0:
+                continue
+            lk = params[ps + k] if m > 1 else params[ps]
+            inv_l2 = 1.0 / (lk * lk)
+            for t in range(n):
+                a = math.pi * (X1[i0 + t, k] - X2[j, k]) / params[pp + k]
+                G[tp, t] = 4.0 * inv_l2 * a * math.sin(a) * math.cos(a) * V_row[t]
+
+
 @jit
 def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
               want_grad, V, G, R, W):
@@ -179,6 +325,22 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
                 if tl >= 0:
                     for t in range(n):
                         G[tl, t] = R[t] * V[sp, t] / W[t]
+            sp += 1
+        elif code == op.DOT:
+            _dot_product_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
+                              want_grad, V[sp], G)
+            sp += 1
+        elif code == op.EXPSINE:
+            _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
+                           want_grad, V[sp], G, R, W)
+            sp += 1
+        elif code == op.RQ_ARD:
+            _rq_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                         want_grad, V[sp], G, R, W)
+            sp += 1
+        elif code == op.EXPSINE_ARD:
+            _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                               ops[o, op.COL_M2], want_grad, V[sp], G, R, W)
             sp += 1
         elif code == op.SUM:
             sp -= 1
