@@ -25,6 +25,7 @@ import numpy as np
 from sklearn.gaussian_process import kernels as skk
 
 from . import _opcodes as op
+from . import kernels as fastgp_kernels
 
 __all__ = ["KernelProgram", "lower_kernel", "LEAF_LOWERINGS", "register_leaf"]
 
@@ -35,7 +36,7 @@ class KernelProgram:
 
     Attributes
     ----------
-    ops : ndarray of shape (n_ops, 6), int64
+    ops : ndarray of shape (n_ops, N_COLS), int64
         Post-order operations; columns are described in :mod:`fastgp._opcodes`.
     op_float : ndarray of shape (n_ops,), float64
         Per-operation float constant (the exponent of ``POW``; else 0).
@@ -92,7 +93,8 @@ class _Builder:
 
         ``slots`` is a list of (hyperparameter name, natural values) in the
         order the interpreter reads them; the number of length scales ``m`` is
-        the size of the slot named ``length_scale`` (1 if there is none).
+        the size of the slot named ``length_scale`` and the number of periods
+        ``m2`` that of the slot named ``periodicity`` (1 if there is none).
         """
         # theta indices in scikit-learn's order: kernel.hyperparameters
         # (sorted by name), free ones only, n_elements entries each.
@@ -104,23 +106,29 @@ class _Builder:
             theta_index[hp.name] = self.n_theta
             self.n_theta += hp.n_elements
         pstart = len(self.params)
-        m = 1
+        m = m2 = 1
         for name, values in slots:
             values = np.atleast_1d(np.asarray(values, dtype=np.float64))
             if name == "length_scale":
                 m = values.size
+            elif name == "periodicity":
+                m2 = values.size
             first = theta_index.get(name, -1)
             for k, v in enumerate(values):
                 self.params.append(float(v))
                 self.theta_of_param.append(first + k if first >= 0 else -1)
-        self._append(code, pstart, m, t0, t0, self.n_theta, 0.0, pushes=1)
+        self._append(code, pstart, m, t0, t0, self.n_theta, 0.0, pushes=1, m2=m2)
 
     def push_operator(self, code, t0, tm, exponent=0.0):
         pops = 1 if code == op.POW else 2
         self._append(code, 0, 0, t0, tm, self.n_theta, exponent, pushes=1 - pops)
 
-    def _append(self, code, pstart, m, t0, tm, t1, fval, pushes):
-        self.ops.append((code, pstart, m, t0, tm, t1))
+    def _append(self, code, pstart, m, t0, tm, t1, fval, pushes, m2=0):
+        row = [0] * op.N_COLS
+        row[op.COL_CODE], row[op.COL_PSTART], row[op.COL_M] = code, pstart, m
+        row[op.COL_T0], row[op.COL_TM], row[op.COL_T1] = t0, tm, t1
+        row[op.COL_M2] = m2
+        self.ops.append(tuple(row))
         self.op_float.append(fval)
         self.depth += pushes
         self.max_depth = max(self.max_depth, self.depth)
@@ -137,11 +145,12 @@ class _Builder:
         )
 
 
-def _length_scales(kernel, n_features):
-    """Length scales as an array of size 1 or n_features (scikit-learn's rule)."""
-    ls = np.atleast_1d(np.asarray(kernel.length_scale, dtype=np.float64))
+def _length_scales(kernel, n_features, name="length_scale"):
+    """Length scales (or another per-dimension hyperparameter ``name``) as an
+    array of size 1 or n_features (scikit-learn's rule)."""
+    ls = np.atleast_1d(np.asarray(getattr(kernel, name), dtype=np.float64))
     if ls.ndim > 1:
-        raise ValueError("length_scale cannot be of dimension greater than 1")
+        raise ValueError(f"{name} cannot be of dimension greater than 1")
     if ls.size not in (1, n_features):
         raise ValueError(
             "Anisotropic kernel must have the same number of dimensions as data "
@@ -182,6 +191,31 @@ def _lower_rational_quadratic(kernel, n_features):
     return op.RQ, [("alpha", kernel.alpha), ("length_scale", ls)]
 
 
+def _lower_exp_sine_squared(kernel, n_features):
+    # scikit-learn's takes scalars only (it works on the Euclidean distance);
+    # anything else is left to the object itself.
+    if np.size(kernel.length_scale) != 1 or np.size(kernel.periodicity) != 1:
+        return None
+    return op.EXPSINE, [("length_scale", float(np.squeeze(kernel.length_scale))),
+                        ("periodicity", float(np.squeeze(kernel.periodicity)))]
+
+
+def _lower_dot_product(kernel, n_features):
+    return op.DOT, [("sigma_0", kernel.sigma_0)]
+
+
+def _lower_ard_rational_quadratic(kernel, n_features):
+    return op.RQ_ARD, [("alpha", kernel.alpha),
+                       ("length_scale", _length_scales(kernel, n_features))]
+
+
+def _lower_ard_exp_sine_squared(kernel, n_features):
+    return op.EXPSINE_ARD, [
+        ("length_scale", _length_scales(kernel, n_features)),
+        ("periodicity", _length_scales(kernel, n_features, "periodicity")),
+    ]
+
+
 #: Leaf kernel lowerings by exact type: ``f(kernel, n_features)`` returns
 #: ``(opcode, [(hyperparameter name, natural values), ...])`` or None when this
 #: instance cannot be lowered. Exact types only: a user's subclass may change
@@ -192,6 +226,10 @@ LEAF_LOWERINGS = {
     skk.RBF: _lower_rbf,
     skk.Matern: _lower_matern,
     skk.RationalQuadratic: _lower_rational_quadratic,
+    skk.ExpSineSquared: _lower_exp_sine_squared,
+    skk.DotProduct: _lower_dot_product,
+    fastgp_kernels.RationalQuadratic: _lower_ard_rational_quadratic,
+    fastgp_kernels.ExpSineSquared: _lower_ard_exp_sine_squared,
 }
 
 

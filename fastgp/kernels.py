@@ -1,0 +1,305 @@
+r"""Kernels that scikit-learn lacks, with scikit-learn's kernel API.
+
+Both are subclasses of :class:`sklearn.gaussian_process.kernels.Kernel`, so
+they behave like every scikit-learn kernel: log-space ``theta`` and
+``bounds``, ``"fixed"`` bounds, ``clone``/``get_params``, the ``+``, ``*`` and
+``**`` operators, ``__call__(X, Y=None, eval_gradient=False)`` and ``diag``.
+They work with scikit-learn's own estimators too. Their ``__call__`` is a plain
+NumPy reference; fastgp's estimators evaluate them on the fast path instead
+(they are registered in :data:`fastgp.lowering.LEAF_LOWERINGS`).
+
+- :class:`RationalQuadratic`: one length scale per input dimension (ARD);
+  scikit-learn's raises for a vector length scale.
+- :class:`ExpSineSquared`: one length scale and one period per input
+  dimension.
+
+This module imports no Numba.
+"""
+
+import numpy as np
+from sklearn.gaussian_process.kernels import (
+    Hyperparameter,
+    Kernel,
+    NormalizedKernelMixin,
+    StationaryKernelMixin,
+)
+
+__all__ = ["RationalQuadratic", "ExpSineSquared"]
+
+
+def _per_dimension(value, n_features, name):
+    """``value`` as a float array of size 1 or ``n_features``."""
+    value = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    if value.ndim > 1:
+        raise ValueError(f"{name} cannot be of dimension greater than 1")
+    if value.size not in (1, n_features):
+        raise ValueError(
+            f"Anisotropic {name} must have the same number of dimensions as the "
+            f"data ({value.size} != {n_features}): give one value per column of "
+            "X, or a scalar."
+        )
+    return value
+
+
+def _is_vector(value):
+    return np.iterable(value) and len(value) > 1
+
+
+def _format(value):
+    if _is_vector(value):
+        return "[{}]".format(", ".join(f"{v:.3g}" for v in value))
+    return f"{float(np.squeeze(value)):.3g}"
+
+
+def _pairwise_differences(X, Y):
+    """X[:, None, :] - Y[None, :, :], shape (n_X, n_Y, n_features)."""
+    return X[:, np.newaxis, :] - Y[np.newaxis, :, :]
+
+
+def _check_inputs(X, Y, eval_gradient):
+    X = np.atleast_2d(X)
+    if Y is None:
+        return X, X
+    if eval_gradient:
+        raise ValueError("Gradient can only be evaluated when Y is None.")
+    return X, np.atleast_2d(Y)
+
+
+class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
+    r"""Rational quadratic kernel with one length scale per dimension (ARD).
+
+    .. math::
+        k(x, x') = \left(1 + \frac{r^2}{2 \alpha}\right)^{-\alpha},
+        \qquad r^2 = \sum_{k=1}^{d} \frac{(x_k - x'_k)^2}{l_k^2}
+
+    (Rasmussen & Williams 2006, eq. 4.19, with the squared distance scaled per
+    dimension as in their eq. 5.2). A scale mixture of RBF kernels: as
+    :math:`\alpha \to \infty` it tends to ``RBF(length_scale)``. With a scalar
+    ``length_scale`` (:math:`l_k = l`) it is scikit-learn's
+    :class:`~sklearn.gaussian_process.kernels.RationalQuadratic`.
+
+    Parameters
+    ----------
+    length_scale : float or ndarray of shape (n_features,), default=1.0
+        Length scale(s) :math:`l > 0`; a vector gives one per input dimension.
+    alpha : float > 0, default=1.0
+        Scale mixture parameter :math:`\alpha`.
+    length_scale_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+    alpha_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+
+    Notes
+    -----
+    Hyperparameters in ``theta`` order (sorted by name, as scikit-learn):
+    ``alpha``, then ``length_scale`` (one entry per dimension if a vector).
+    The gradient with respect to the log-parameters is
+
+    .. math::
+        \frac{\partial k}{\partial \log \alpha} = k \left(-\alpha \log b
+        + \frac{r^2}{2 b}\right), \qquad
+        \frac{\partial k}{\partial \log l_k} = \frac{k}{b}
+        \frac{(x_k - x'_k)^2}{l_k^2}, \qquad b = 1 + \frac{r^2}{2\alpha}.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastgp.kernels import RationalQuadratic
+    >>> kernel = RationalQuadratic(length_scale=[1.0, 10.0], alpha=2.0)
+    >>> kernel
+    RationalQuadratic(alpha=2, length_scale=[1, 10])
+    >>> K, K_gradient = kernel(np.array([[0.0, 0.0], [1.0, 1.0]]), eval_gradient=True)
+    >>> K_gradient.shape
+    (2, 2, 3)
+    """
+
+    def __init__(self, length_scale=1.0, alpha=1.0,
+                 length_scale_bounds=(1e-5, 1e5), alpha_bounds=(1e-5, 1e5)):
+        self.length_scale = length_scale
+        self.alpha = alpha
+        self.length_scale_bounds = length_scale_bounds
+        self.alpha_bounds = alpha_bounds
+
+    @property
+    def anisotropic(self):
+        return _is_vector(self.length_scale)
+
+    @property
+    def hyperparameter_length_scale(self):
+        if self.anisotropic:
+            return Hyperparameter("length_scale", "numeric", self.length_scale_bounds,
+                                  len(self.length_scale))
+        return Hyperparameter("length_scale", "numeric", self.length_scale_bounds)
+
+    @property
+    def hyperparameter_alpha(self):
+        return Hyperparameter("alpha", "numeric", self.alpha_bounds)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Return k(X, Y) and, if ``eval_gradient``, its gradient.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples_X, n_features)
+        Y : ndarray of shape (n_samples_Y, n_features), default=None
+            None means k(X, X).
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to the log-hyperparameters
+            (only when Y is None).
+
+        Returns
+        -------
+        K : ndarray of shape (n_samples_X, n_samples_Y)
+        K_gradient : ndarray of shape (n_samples_X, n_samples_X, n_dims), optional
+            In ``theta`` order: alpha, then the length scale(s); fixed
+            hyperparameters have no column.
+        """
+        X, Y = _check_inputs(X, Y, eval_gradient)
+        length_scale = _per_dimension(self.length_scale, X.shape[1], "length_scale")
+        alpha = float(self.alpha)
+        D = (_pairwise_differences(X, Y) / length_scale) ** 2  # (n_X, n_Y, d)
+        r2 = D.sum(axis=2)
+        base = 1.0 + r2 / (2.0 * alpha)
+        K = base ** -alpha
+        if not eval_gradient:
+            return K
+        parts = []
+        if not self.hyperparameter_alpha.fixed:
+            parts.append((K * (-alpha * np.log(base) + r2 / (2.0 * base)))[:, :, None])
+        if not self.hyperparameter_length_scale.fixed:
+            radial = (K / base)[:, :, None]
+            parts.append(radial * D if self.anisotropic else radial * r2[:, :, None])
+        return K, _stack_gradients(K, parts)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(alpha={float(self.alpha):.3g}, "
+                f"length_scale={_format(self.length_scale)})")
+
+
+class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
+    r"""Periodic (exp-sine-squared) kernel with a length scale and a period per
+    dimension.
+
+    .. math::
+        k(x, x') = \exp\left(-2 \sum_{k=1}^{d}
+        \frac{\sin^2\left(\pi (x_k - x'_k) / p_k\right)}{l_k^2}\right)
+
+    the product over input dimensions of MacKay's periodic kernel (Rasmussen &
+    Williams 2006, eq. 4.31), as GPyTorch's ``PeriodicKernel`` and GPflow's
+    ``Periodic`` define it. A scalar ``length_scale`` or ``periodicity`` is
+    shared by all dimensions.
+
+    In one dimension this is scikit-learn's
+    :class:`~sklearn.gaussian_process.kernels.ExpSineSquared`. In several it is
+    not: scikit-learn's takes the sine of the Euclidean distance,
+    :math:`\sin^2(\pi \lVert x - x' \rVert / p)`, which is periodic along no
+    axis; this kernel is periodic along each axis with its own period. Use
+    scikit-learn's class for its definition (it is on fastgp's fast path too).
+
+    Parameters
+    ----------
+    length_scale : float or ndarray of shape (n_features,), default=1.0
+        Length scale(s) :math:`l > 0`.
+    periodicity : float or ndarray of shape (n_features,), default=1.0
+        Period(s) :math:`p > 0`.
+    length_scale_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+    periodicity_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+
+    Notes
+    -----
+    Hyperparameters in ``theta`` order (sorted by name, as scikit-learn):
+    ``length_scale``, then ``periodicity``. With :math:`a_k = \pi (x_k -
+    x'_k) / p_k`,
+
+    .. math::
+        \frac{\partial k}{\partial \log l_k} = \frac{4 \sin^2 a_k}{l_k^2} k,
+        \qquad
+        \frac{\partial k}{\partial \log p_k} = \frac{4 a_k \sin a_k \cos a_k}{l_k^2} k,
+
+    and a shared (scalar) parameter's derivative is the sum over k.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastgp.kernels import ExpSineSquared
+    >>> kernel = ExpSineSquared(length_scale=[1.0, 2.0], periodicity=[1.0, 7.0])
+    >>> kernel
+    ExpSineSquared(length_scale=[1, 2], periodicity=[1, 7])
+    >>> X = np.array([[0.0, 0.0], [1.0, 7.0]])   # one period apart on each axis
+    >>> bool(np.allclose(kernel(X), 1.0))
+    True
+    """
+
+    def __init__(self, length_scale=1.0, periodicity=1.0,
+                 length_scale_bounds=(1e-5, 1e5), periodicity_bounds=(1e-5, 1e5)):
+        self.length_scale = length_scale
+        self.periodicity = periodicity
+        self.length_scale_bounds = length_scale_bounds
+        self.periodicity_bounds = periodicity_bounds
+
+    @property
+    def anisotropic(self):
+        return _is_vector(self.length_scale) or _is_vector(self.periodicity)
+
+    @property
+    def hyperparameter_length_scale(self):
+        if _is_vector(self.length_scale):
+            return Hyperparameter("length_scale", "numeric", self.length_scale_bounds,
+                                  len(self.length_scale))
+        return Hyperparameter("length_scale", "numeric", self.length_scale_bounds)
+
+    @property
+    def hyperparameter_periodicity(self):
+        if _is_vector(self.periodicity):
+            return Hyperparameter("periodicity", "numeric", self.periodicity_bounds,
+                                  len(self.periodicity))
+        return Hyperparameter("periodicity", "numeric", self.periodicity_bounds)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Return k(X, Y) and, if ``eval_gradient``, its gradient.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples_X, n_features)
+        Y : ndarray of shape (n_samples_Y, n_features), default=None
+            None means k(X, X).
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to the log-hyperparameters
+            (only when Y is None).
+
+        Returns
+        -------
+        K : ndarray of shape (n_samples_X, n_samples_Y)
+        K_gradient : ndarray of shape (n_samples_X, n_samples_X, n_dims), optional
+            In ``theta`` order: the length scale(s), then the period(s); fixed
+            hyperparameters have no column.
+        """
+        X, Y = _check_inputs(X, Y, eval_gradient)
+        d = X.shape[1]
+        length_scale = _per_dimension(self.length_scale, d, "length_scale")
+        periodicity = _per_dimension(self.periodicity, d, "periodicity")
+        arg = np.pi * _pairwise_differences(X, Y) / periodicity  # (n_X, n_Y, d)
+        sin_arg = np.sin(arg)
+        S = (sin_arg / length_scale) ** 2
+        K = np.exp(-2.0 * S.sum(axis=2))
+        if not eval_gradient:
+            return K
+        parts = []
+        if not self.hyperparameter_length_scale.fixed:
+            dl = 4.0 * S * K[:, :, None]
+            parts.append(dl if _is_vector(self.length_scale)
+                         else dl.sum(axis=2, keepdims=True))
+        if not self.hyperparameter_periodicity.fixed:
+            dp = 4.0 * arg * sin_arg * np.cos(arg) / length_scale**2 * K[:, :, None]
+            parts.append(dp if _is_vector(self.periodicity)
+                         else dp.sum(axis=2, keepdims=True))
+        return K, _stack_gradients(K, parts)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(length_scale={_format(self.length_scale)}, "
+                f"periodicity={_format(self.periodicity)})")
+
+
+def _stack_gradients(K, parts):
+    """Concatenate per-hyperparameter gradient blocks (n, n, k_i) along axis 2."""
+    if not parts:
+        return np.empty((K.shape[0], K.shape[1], 0))
+    return np.concatenate(parts, axis=2)
