@@ -23,9 +23,12 @@ __all__ = ["predict_mean_var", "predict_mean_cov", "chunk_rows"]
 CHUNK_BYTES = 64 * 2**20
 
 
-def chunk_rows(n_train, chunk_bytes=CHUNK_BYTES):
+def chunk_rows(n_train, chunk_bytes=None):
     """Query rows per chunk so that an (n_train, chunk) float64 block fits in
-    ``chunk_bytes``."""
+    ``chunk_bytes`` (default: :data:`CHUNK_BYTES`, read at call time so that
+    it can be changed after import)."""
+    if chunk_bytes is None:
+        chunk_bytes = CHUNK_BYTES
     return max(1, int(chunk_bytes // (8 * max(n_train, 1))))
 
 
