@@ -29,8 +29,9 @@ import numpy as np
 
 from . import _opcodes as op
 from ._numba import jit
+from ._vexp import exp_inplace
 
-TILE = 64
+TILE = 256
 
 _SQRT3 = math.sqrt(3.0)
 _SQRT5 = math.sqrt(5.0)
@@ -266,7 +267,8 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
         elif code == op.RBF:
             _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
             for t in range(n):
-                V[sp, t] = math.exp(-0.5 * R[t])
+                V[sp, t] = -0.5 * R[t]
+            exp_inplace(V[sp], n, W)
             if want_grad:
                 # dk/dlog l_k = k * D_k
                 _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
@@ -275,11 +277,12 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
         elif code == op.MATERN12:
             _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
             for t in range(n):
+                V[sp, t] = -math.sqrt(R[t])
+            exp_inplace(V[sp], n, W)
+            for t in range(n):
                 r = math.sqrt(R[t])
-                e = math.exp(-r)
-                V[sp, t] = e
                 # dk/dlog l_k = e^{-r} D_k / r  (0 at r = 0, as scikit-learn)
-                W[t] = e / r if r > 0.0 else 0.0
+                W[t] = V[sp, t] / r if r > 0.0 else 0.0
             if want_grad:
                 _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
                                  W, G, R)
@@ -287,8 +290,11 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
         elif code == op.MATERN32:
             _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
             for t in range(n):
+                V[sp, t] = -_SQRT3 * math.sqrt(R[t])
+            exp_inplace(V[sp], n, W)
+            for t in range(n):
                 a = _SQRT3 * math.sqrt(R[t])
-                e = math.exp(-a)
+                e = V[sp, t]
                 V[sp, t] = (1.0 + a) * e
                 W[t] = 3.0 * e  # dk/dlog l_k = 3 D_k e^{-sqrt(3) r}
             if want_grad:
@@ -298,8 +304,11 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
         elif code == op.MATERN52:
             _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
             for t in range(n):
+                V[sp, t] = -_SQRT5 * math.sqrt(R[t])
+            exp_inplace(V[sp], n, W)
+            for t in range(n):
                 a = _SQRT5 * math.sqrt(R[t])
-                e = math.exp(-a)
+                e = V[sp, t]
                 V[sp, t] = (1.0 + a + a * a / 3.0) * e
                 W[t] = (5.0 / 3.0) * (1.0 + a) * e  # times D_k
             if want_grad:
