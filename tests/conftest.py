@@ -1,0 +1,122 @@
+"""Shared fixtures and kernel sets for fastgp's tests.
+
+Every numerical test compares fastgp against scikit-learn (the reference) or
+against central finite differences, on small, well-conditioned problems: the
+inputs are spread over a few length scales and the training covariance gets
+``alpha`` = 1e-2 or a WhiteKernel on its diagonal, so that LAPACK's rounding
+(which differs between fastgp's dpotri and scikit-learn's cho_solve) stays far
+below the 1e-8 relative tolerance.
+"""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+from sklearn.gaussian_process.kernels import RBF, Matern, RationalQuadratic, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+#: Input dimension of the test problems (2, so per-dimension length scales differ
+#: from isotropic ones).
+N_FEATURES = 2
+
+#: Diagonal added to the training covariance in comparisons (sklearn's alpha).
+ALPHA = 1e-2
+
+
+def _leaves():
+    return {
+        "C": C(1.7),
+        "White": WhiteKernel(0.3),
+        "RBF": RBF(0.8),
+        "RBF-ard": RBF([0.6, 1.7]),
+        "Matern12": Matern(0.9, nu=0.5),
+        "Matern12-ard": Matern([0.7, 1.3], nu=0.5),
+        "Matern32": Matern(0.9, nu=1.5),
+        "Matern32-ard": Matern([0.7, 1.3], nu=1.5),
+        "Matern52": Matern(0.9, nu=2.5),
+        "Matern52-ard": Matern([0.7, 1.3], nu=2.5),
+        "MaternInf": Matern(0.9, nu=np.inf),
+        "RQ": RationalQuadratic(length_scale=0.8, alpha=1.5),
+    }
+
+
+def _compositions():
+    return {
+        "C*RBF+White": C(1.5) * RBF([0.6, 1.7]) + WhiteKernel(0.1),
+        "RBF+Matern32": RBF(1.1) + Matern([0.7, 1.3], nu=1.5),
+        "Matern12*RQ": Matern(0.9, nu=0.5) * RationalQuadratic(0.8, alpha=0.7),
+        "C*(Matern52+RQ)*RBF": C(0.8) * (Matern(0.9, nu=2.5)
+                                         + RationalQuadratic(1.2, alpha=2.0)) * RBF(2.0),
+        "(C*RBF)*(C*Matern32)": (C(1.2) * RBF([0.6, 1.7]))
+                                * (C(0.7) * Matern(1.1, nu=1.5)),
+        "RQ**2": RationalQuadratic(0.8, alpha=1.5) ** 2,
+        "fixed-C*RBF+White": C(2.0, constant_value_bounds="fixed") * RBF([0.6, 1.7])
+                             + WhiteKernel(0.1),
+        "C*fixed-RBF-ard+fixed-White": C(1.3) * RBF([0.6, 1.7], length_scale_bounds="fixed")
+                                       + WhiteKernel(0.1, noise_level_bounds="fixed"),
+        "RQ-fixed-alpha*Matern52": RationalQuadratic(0.8, alpha=1.5, alpha_bounds="fixed")
+                                   * Matern([0.7, 1.3], nu=2.5),
+        "all-fixed": C(1.1, "fixed") * RBF(0.9, "fixed") + WhiteKernel(0.2, "fixed"),
+    }
+
+
+#: name -> kernel: every kernel on the fast path of issue 2, alone and composed.
+KERNELS = {**_leaves(), **_compositions()}
+
+#: Kernels with at least one free hyperparameter (gradients have components).
+FREE_KERNELS = {name: k for name, k in KERNELS.items() if k.n_dims > 0}
+
+
+def kernel_params(kernels=KERNELS):
+    """pytest.param list over ``kernels`` (a fresh clone each), ids by name."""
+    return [pytest.param(k.clone_with_theta(k.theta), id=name)
+            for name, k in kernels.items()]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def single_threaded_blas():
+    """One BLAS thread for the whole session.
+
+    The test problems are tiny (N <= 300). OpenBLAS runs dpotri multithreaded
+    even at N = 50, and on a busy 2-core runner its threads wait on each other
+    for 0.2-0.3 s per call (measured; 0.1 ms with one thread), which would make
+    every optimiser step cost that much. No tested number depends on the BLAS
+    thread count; Numba's thread count, which fastgp controls, is tested.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+@pytest.fixture
+def rng():
+    """A seeded generator, fresh per test."""
+    return np.random.default_rng(20261129)
+
+
+def make_problem(rng, n_samples=40, n_targets=None, n_features=N_FEATURES):
+    """Inputs spread over a few length scales and smooth noisy targets.
+
+    Returns X (n_samples, n_features) and y (n_samples,) if ``n_targets`` is
+    None, else (n_samples, n_targets) with columns on different scales and
+    offsets (so normalize_y matters).
+    """
+    X = rng.uniform(-2.0, 2.0, size=(n_samples, n_features))
+    f = np.sin(1.3 * X[:, 0]) + 0.5 * np.cos(X[:, -1])
+    if n_targets is None:
+        return X, f + 0.1 * rng.standard_normal(n_samples) + 0.7
+    cols = [(k + 1.0) * f + k + 0.1 * rng.standard_normal(n_samples)
+            for k in range(n_targets)]
+    return X, np.column_stack(cols)
+
+
+def random_theta(kernel, rng, spread=0.7):
+    """kernel.theta moved by up to +-spread in every log-space component."""
+    return kernel.theta + rng.uniform(-spread, spread, size=kernel.n_dims)
+
+
+def assert_gradient_close(actual, expected, rtol=1e-8):
+    """Gradients equal to ``rtol`` relative, where components near zero are
+    judged relative to the largest component (their own scale is rounding)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape
+    scale = max(np.max(np.abs(expected), initial=0.0), 1e-300)
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale)

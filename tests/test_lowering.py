@@ -1,0 +1,131 @@
+"""Lowering of scikit-learn kernel trees into flat programs (fastgp.lowering)."""
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import (
+    RBF,
+    CompoundKernel,
+    Matern,
+    PairwiseKernel,
+    RationalQuadratic,
+    WhiteKernel,
+)
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from conftest import KERNELS, N_FEATURES, kernel_params, random_theta
+from fastgp import _opcodes as op
+from fastgp.lowering import KernelProgram, lower_kernel
+
+
+@pytest.mark.parametrize("kernel", kernel_params())
+def test_lower_kernel_counts_free_hyperparameters(kernel):
+    program = lower_kernel(kernel, N_FEATURES)
+    assert isinstance(program, KernelProgram)
+    assert program.n_theta == kernel.n_dims
+    assert program.n_features == N_FEATURES
+    assert program.ops.shape[1] == op.N_COLS
+    assert program.base_params.shape == program.theta_of_param.shape
+    # each free theta is read by exactly one parameter slot
+    free = program.theta_of_param[program.theta_of_param >= 0]
+    np.testing.assert_array_equal(np.sort(free), np.arange(kernel.n_dims))
+
+
+@pytest.mark.parametrize("kernel", kernel_params())
+def test_lowering_params_follow_kernel_theta_order(kernel, rng):
+    """program.params(theta) at a random theta equals the natural parameters of
+    kernel.clone_with_theta(theta), lowered afresh: the free slots read theta
+    in scikit-learn's order and fixed slots keep their values."""
+    program = lower_kernel(kernel, N_FEATURES)
+    np.testing.assert_allclose(program.params(kernel.theta), program.base_params,
+                               rtol=1e-14)
+    theta = random_theta(kernel, rng)
+    moved = lower_kernel(kernel.clone_with_theta(theta), N_FEATURES)
+    np.testing.assert_array_equal(moved.theta_of_param, program.theta_of_param)
+    np.testing.assert_allclose(program.params(theta), moved.base_params, rtol=1e-14)
+    fixed = program.theta_of_param < 0
+    np.testing.assert_array_equal(program.params(theta)[fixed],
+                                  program.base_params[fixed])
+
+
+def test_lowering_nested_fixed_parts_map_each_theta_to_its_parameter():
+    """A hand-checked nested expression: theta is (log c, log l1, log l2,
+    log l_rq, log noise); RQ's alpha and the second constant are fixed."""
+    kernel = (C(2.0) * RBF([0.5, 3.0])
+              + C(0.3, "fixed") * RationalQuadratic(1.5, alpha=4.0, alpha_bounds="fixed")
+              + WhiteKernel(0.01))
+    program = lower_kernel(kernel, 2)
+    np.testing.assert_allclose(kernel.theta, np.log([2.0, 0.5, 3.0, 1.5, 0.01]))
+    theta = np.log([5.0, 7.0, 11.0, 17.0, 13.0])
+    params = program.params(theta)
+    by_value = dict(zip(np.round(params, 12), program.theta_of_param))
+    assert by_value[5.0] == 0 and by_value[7.0] == 1 and by_value[11.0] == 2
+    assert by_value[17.0] == 3 and by_value[13.0] == 4
+    assert by_value[0.3] == -1 and by_value[4.0] == -1
+    assert sorted(np.round(params, 12)) == sorted([5.0, 7.0, 11.0, 0.3, 4.0, 17.0, 13.0])
+
+
+def test_lowering_params_rejects_wrong_theta_length():
+    program = lower_kernel(C(1.0) * RBF(1.0), 1)
+    with pytest.raises(ValueError, match="2 free hyperparameters"):
+        program.params(np.zeros(3))
+
+
+def test_lowering_stack_depth_is_the_tree_depth():
+    assert lower_kernel(RBF(1.0), 1).stack_depth == 1
+    assert lower_kernel(RBF(1.0) + WhiteKernel(), 1).stack_depth == 2
+    # right-nested sums hold three values at once
+    assert lower_kernel(RBF(1.0) + (RBF(2.0) + WhiteKernel()), 1).stack_depth == 3
+
+
+class _MyRBF(RBF):
+    """A user's subclass: may override __call__, so it must not be lowered."""
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        pytest.param(Matern(1.0, nu=2.0), id="Matern-nu2"),
+        pytest.param(C(1.0) * Matern(1.0, nu=0.7) + WhiteKernel(), id="nested-Matern-nu0.7"),
+        pytest.param(PairwiseKernel(metric="laplacian"), id="Pairwise"),
+        pytest.param(_MyRBF(1.0), id="subclass"),
+        pytest.param(RBF(1.0) + _MyRBF(1.0), id="sum-with-subclass"),
+        pytest.param(CompoundKernel([RBF(1.0), RBF(2.0)]), id="Compound"),
+    ],
+)
+def test_lower_kernel_returns_none_off_the_fast_path(kernel):
+    assert lower_kernel(kernel, N_FEATURES) is None
+
+
+@pytest.mark.parametrize("kernel", [RBF([1.0, 2.0, 3.0]), Matern([1.0, 2.0, 3.0], nu=1.5),
+                                    C(1.0) * RBF([1.0, 2.0, 3.0]) + WhiteKernel()])
+def test_lowering_anisotropic_length_mismatch_raises_sklearns_error(kernel):
+    X = np.zeros((4, 2))
+    with pytest.raises(ValueError) as sklearn_error:
+        kernel(X)
+    with pytest.raises(ValueError) as fastgp_error:
+        lower_kernel(kernel, 2)
+    assert str(fastgp_error.value) == str(sklearn_error.value)
+    assert "Anisotropic kernel must have the same number of dimensions" in str(
+        fastgp_error.value)
+
+
+def test_lowering_rational_quadratic_anisotropic_raises_like_sklearn():
+    kernel = RationalQuadratic(length_scale=[1.0, 2.0])
+    with pytest.raises(AttributeError, match="only supports isotropic"):
+        kernel(np.zeros((3, 2)))
+    with pytest.raises(AttributeError, match="only supports isotropic"):
+        lower_kernel(kernel, 2)
+
+
+def test_lowering_isotropic_length_scale_as_length_one_array():
+    program = lower_kernel(RBF([0.7]), 3)
+    assert program.n_theta == 1
+    assert program.ops[0, op.COL_M] == 1
+
+
+@pytest.mark.parametrize("name", ["RBF-ard", "Matern32-ard", "C*RBF+White"])
+def test_lowering_records_one_length_scale_per_dimension(name):
+    kernel = KERNELS[name]
+    program = lower_kernel(kernel, N_FEATURES)
+    leaves = program.ops[program.ops[:, op.COL_CODE] < op.SUM]
+    assert N_FEATURES in leaves[:, op.COL_M]

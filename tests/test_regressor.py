@@ -1,0 +1,450 @@
+"""fastgp.GaussianProcessRegressor as a drop-in for scikit-learn's: predictions
+and samples against scikit-learn at the same fitted theta, properties of a
+fitted model, the optimisers, and scikit-learn's parameter contract."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.optimize
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
+from sklearn.gaussian_process.kernels import RBF, Matern, RationalQuadratic, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+import fastgp.predictive
+from conftest import ALPHA, KERNELS, kernel_params, make_problem, random_theta
+from fastgp import GaussianProcessRegressor
+from fastgp.covariance import FastCovariance
+from fastgp.objective import NegLogMarginalLikelihood
+
+OUTPUTS = pytest.mark.parametrize("n_targets", [None, 2], ids=["1d", "2 targets"])
+NORMALIZE = pytest.mark.parametrize("normalize_y", [False, True],
+                                    ids=["raw", "normalize_y"])
+
+
+def _start_kernel():
+    return C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1)
+
+
+def _sklearn_at(gpr, X, y):
+    """scikit-learn's regressor with fastgp's fitted kernel, not optimised."""
+    return SklearnGPR(gpr.kernel_, alpha=gpr.alpha, optimizer=None,
+                      normalize_y=gpr.normalize_y).fit(X, y)
+
+
+def _assert_predictions_match(ours, theirs, X_query, rtol=1e-8):
+    mean, ref_mean = ours.predict(X_query), theirs.predict(X_query)
+    assert mean.shape == ref_mean.shape
+    scale = np.max(np.abs(ref_mean))
+    np.testing.assert_allclose(mean, ref_mean, rtol=rtol, atol=rtol * scale)
+    (mean_s, std), (_, ref_std) = (g.predict(X_query, return_std=True)
+                                   for g in (ours, theirs))
+    np.testing.assert_allclose(mean_s, mean, rtol=0, atol=0)
+    assert std.shape == ref_std.shape
+    np.testing.assert_allclose(std, ref_std, rtol=rtol, atol=rtol * np.max(ref_std))
+    (mean_c, cov), (_, ref_cov) = (g.predict(X_query, return_cov=True)
+                                   for g in (ours, theirs))
+    np.testing.assert_allclose(mean_c, mean, rtol=1e-12, atol=1e-12 * scale)
+    assert cov.shape == ref_cov.shape
+    np.testing.assert_allclose(cov, ref_cov, rtol=rtol,
+                               atol=rtol * np.max(np.abs(ref_cov)))
+
+
+# ----------------------------------------------------- against scikit-learn
+
+
+@NORMALIZE
+@OUTPUTS
+def test_predict_matches_sklearn_at_fitted_theta(n_targets, normalize_y, rng):
+    X, y = make_problem(rng, n_samples=50, n_targets=n_targets)
+    ours = GaussianProcessRegressor(_start_kernel(), normalize_y=normalize_y).fit(X, y)
+    theirs = _sklearn_at(ours, X, y)
+    np.testing.assert_allclose(ours.log_marginal_likelihood_value_,
+                               theirs.log_marginal_likelihood_value_, rtol=1e-8)
+    np.testing.assert_allclose(ours.alpha_, theirs.alpha_, rtol=1e-7,
+                               atol=1e-9 * np.max(np.abs(theirs.alpha_)))
+    np.testing.assert_allclose(ours.L_, theirs.L_, rtol=1e-10, atol=1e-14)
+    assert ours.L_.shape == theirs.L_.shape and ours.alpha_.shape == theirs.alpha_.shape
+    X_query = rng.uniform(-2.5, 2.5, size=(23, 2))
+    X_query[:3] = X[:3]  # training points, where the variance is smallest
+    _assert_predictions_match(ours, theirs, X_query)
+    np.testing.assert_allclose(ours.score(X, y), theirs.score(X, y), rtol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", kernel_params({k: KERNELS[k] for k in (
+    "White", "Matern12-ard", "RQ", "Matern12*RQ", "(C*RBF)*(C*Matern32)", "all-fixed")}))
+def test_predict_matches_sklearn_for_kernels(kernel, rng):
+    """Both not optimised, at a theta away from the defaults."""
+    X, y = make_problem(rng, n_samples=40, n_targets=2)
+    kernel = kernel.clone_with_theta(random_theta(kernel, rng, spread=0.3))
+    ours = GaussianProcessRegressor(kernel, alpha=ALPHA, optimizer=None,
+                                    normalize_y=True).fit(X, y)
+    theirs = SklearnGPR(kernel, alpha=ALPHA, optimizer=None, normalize_y=True).fit(X, y)
+    _assert_predictions_match(ours, theirs, rng.uniform(-2.5, 2.5, size=(17, 2)))
+
+
+@OUTPUTS
+def test_predict_many_points_in_several_chunks_matches_sklearn(n_targets, rng,
+                                                               monkeypatch):
+    X, y = make_problem(rng, n_samples=40, n_targets=n_targets)
+    ours = GaussianProcessRegressor(_start_kernel(), alpha=ALPHA, optimizer=None,
+                                    normalize_y=True).fit(X, y)
+    theirs = _sklearn_at(ours, X, y)
+    X_query = rng.uniform(-2.5, 2.5, size=(230, 2))
+    # 7 query rows per chunk: 33 chunks, the last one short
+    monkeypatch.setattr(fastgp.predictive, "CHUNK_BYTES", 8 * 40 * 7)
+    calls = []
+    cross = FastCovariance.cross
+
+    def counting_cross(self, theta, X_query):
+        calls.append(len(X_query))
+        return cross(self, theta, X_query)
+
+    monkeypatch.setattr(FastCovariance, "cross", counting_cross)
+    mean, std = ours.predict(X_query, return_std=True)
+    assert calls == [7] * 32 + [6]
+    ref_mean, ref_std = theirs.predict(X_query, return_std=True)
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-8,
+                               atol=1e-8 * np.max(np.abs(ref_mean)))
+    np.testing.assert_allclose(std, ref_std, rtol=1e-8, atol=1e-8 * np.max(ref_std))
+    np.testing.assert_array_equal(ours.predict(X_query), mean)
+
+
+@NORMALIZE
+@OUTPUTS
+def test_sample_y_matches_sklearn(n_targets, normalize_y, rng):
+    X, y = make_problem(rng, n_samples=30, n_targets=n_targets)
+    ours = GaussianProcessRegressor(_start_kernel(), alpha=ALPHA, optimizer=None,
+                                    normalize_y=normalize_y).fit(X, y)
+    theirs = _sklearn_at(ours, X, y)
+    X_query = rng.uniform(-2.5, 2.5, size=(12, 2))
+    samples = ours.sample_y(X_query, n_samples=5, random_state=3)
+    ref = theirs.sample_y(X_query, n_samples=5, random_state=3)
+    expected_shape = (12, 5) if n_targets is None else (12, n_targets, 5)
+    assert samples.shape == ref.shape == expected_shape
+    np.testing.assert_allclose(samples, ref, rtol=1e-6, atol=1e-6 * np.max(np.abs(ref)))
+
+
+@pytest.mark.parametrize("n_targets", [None, 3])
+@pytest.mark.parametrize("kernel", [None, RBF(0.7) + WhiteKernel(0.2)],
+                         ids=["default", "RBF+White"])
+def test_unfitted_prior_matches_sklearn(kernel, n_targets, rng):
+    X_query = rng.uniform(-2, 2, size=(9, 2))
+    ours = GaussianProcessRegressor(kernel, n_targets=n_targets)
+    theirs = SklearnGPR(kernel, n_targets=n_targets)
+    np.testing.assert_array_equal(ours.predict(X_query), theirs.predict(X_query))
+    for flag in ("return_std", "return_cov"):
+        for a, b in zip(ours.predict(X_query, **{flag: True}),
+                        theirs.predict(X_query, **{flag: True})):
+            np.testing.assert_allclose(a, b, rtol=1e-14)
+    np.testing.assert_allclose(ours.sample_y(X_query, 4, random_state=1),
+                               theirs.sample_y(X_query, 4, random_state=1), rtol=1e-10)
+    assert not hasattr(ours, "kernel_")
+
+
+def test_fit_reaches_at_least_sklearns_likelihood(rng):
+    X, y = make_problem(rng, n_samples=60)
+    ours = GaussianProcessRegressor(_start_kernel()).fit(X, y)
+    theirs = SklearnGPR(_start_kernel()).fit(X, y)
+    assert ours.log_marginal_likelihood_value_ >= theirs.log_marginal_likelihood_value_ - 1e-6
+    np.testing.assert_allclose(ours.kernel_.theta, theirs.kernel_.theta, atol=1e-3)
+
+
+# ---------------------------------------------------- fitted-model properties
+
+
+def _smooth_problem(rng, n_samples=40):
+    """A modest, sensibly scaled problem whose optimum L-BFGS-B reaches."""
+    X = rng.uniform(0.0, 5.0, size=(n_samples, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n_samples)
+    return X, y
+
+
+@pytest.mark.parametrize("kernel", [
+    pytest.param(C(1.0) * RBF(1.0) + WhiteKernel(0.1), id="C*RBF+White"),
+    pytest.param(C(1.0) * Matern(1.0, nu=1.5) + WhiteKernel(0.1), id="C*Matern32+White"),
+    pytest.param(RationalQuadratic(1.0, alpha=1.0, alpha_bounds=(1e-2, 1e2))
+                 + WhiteKernel(0.1), id="RQ+White"),
+])
+def test_fit_improves_likelihood_and_stops_at_a_stationary_point(kernel, rng):
+    X, y = _smooth_problem(rng)
+    gpr = GaussianProcessRegressor(kernel).fit(X, y)
+    initial = gpr.log_marginal_likelihood(kernel.theta)
+    assert gpr.log_marginal_likelihood_value_ > initial
+    np.testing.assert_allclose(gpr.log_marginal_likelihood(gpr.kernel_.theta),
+                               gpr.log_marginal_likelihood_value_, rtol=1e-12)
+    _, grad = gpr.log_marginal_likelihood(gpr.kernel_.theta, eval_gradient=True)
+    theta, bounds = gpr.kernel_.theta, gpr.kernel_.bounds
+    on_bound = np.isclose(theta, bounds[:, 0]) | np.isclose(theta, bounds[:, 1])
+    assert np.all((np.abs(grad) < 1e-4) | on_bound), (grad, theta, bounds)
+    assert gpr.n_iter_ > 0 and gpr.n_evaluations_ >= gpr.n_iter_
+
+
+@OUTPUTS
+def test_predict_std_is_sqrt_of_cov_diagonal(n_targets, rng):
+    X, y = make_problem(rng, n_samples=40, n_targets=n_targets)
+    gpr = GaussianProcessRegressor(_start_kernel(), normalize_y=True).fit(X, y)
+    X_query = rng.uniform(-3, 3, size=(25, 2))
+    _, std = gpr.predict(X_query, return_std=True)
+    _, cov = gpr.predict(X_query, return_cov=True)
+    diag = np.diagonal(cov, axis1=0, axis2=1).T if cov.ndim == 3 else np.diag(cov)
+    np.testing.assert_allclose(std, np.sqrt(diag), rtol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", [RBF(1.0), C(1.0) * RBF(1.0),
+                                    C(1.0) * Matern(1.0, nu=2.5)], ids=repr)
+def test_fit_interpolates_noise_free_data(kernel):
+    """scikit-learn's interpolation check: with alpha = 1e-10 the posterior
+    mean at the training inputs is y - alpha K^-1 y and the variance ~0."""
+    X = np.array([[1.0], [3.0], [5.0], [6.0], [7.0], [8.0]])
+    y = (X * np.sin(X)).ravel()
+    gpr = GaussianProcessRegressor(kernel).fit(X, y)
+    mean, cov = gpr.predict(X, return_cov=True)
+    np.testing.assert_allclose(mean, y, atol=1e-7)
+    np.testing.assert_allclose(np.diag(cov), 0.0, atol=1e-7)
+    np.testing.assert_allclose(mean, y - 1e-10 * gpr.alpha_, rtol=1e-8, atol=1e-12)
+
+
+# ----------------------------------------------------------------- optimisers
+
+
+def test_fit_with_cg_optimizer(rng):
+    X, y = _smooth_problem(rng)
+    kernel = C(1.0) * RBF(1.0) + WhiteKernel(0.1)
+    cg = GaussianProcessRegressor(kernel, optimizer="CG").fit(X, y)
+    lbfgs = GaussianProcessRegressor(kernel).fit(X, y)
+    assert cg.log_marginal_likelihood_value_ > cg.log_marginal_likelihood(kernel.theta)
+    np.testing.assert_allclose(cg.log_marginal_likelihood_value_,
+                               lbfgs.log_marginal_likelihood_value_, rtol=1e-6)
+    assert cg.n_iter_ > 0
+
+
+def test_fit_with_callable_optimizer_follows_sklearns_contract(rng):
+    X, y = _smooth_problem(rng)
+    kernel = C(1.0) * RBF(1.0) + WhiteKernel(0.1)
+    seen = {}
+
+    def optimizer(obj_func, initial_theta, bounds):
+        seen["initial_theta"], seen["bounds"] = initial_theta.copy(), bounds.copy()
+        seen["start"] = obj_func(initial_theta)  # eval_gradient defaults to True
+        seen["value_only"] = obj_func(initial_theta, eval_gradient=False)
+        # a user's choice of SciPy method, as in scikit-learn's documentation
+        res = scipy.optimize.minimize(obj_func, initial_theta, method="TNC",
+                                      jac=True, bounds=bounds)
+        return res.x, res.fun
+
+    ours = GaussianProcessRegressor(kernel, optimizer=optimizer).fit(X, y)
+    passed = dict(seen)  # what fastgp passed; scikit-learn's run refills ``seen``
+    theirs = SklearnGPR(kernel, optimizer=optimizer).fit(X, y)
+    np.testing.assert_array_equal(passed["initial_theta"], kernel.theta)
+    np.testing.assert_array_equal(passed["bounds"], kernel.bounds)
+    value, grad = passed["start"]
+    assert passed["value_only"] == value
+    np.testing.assert_allclose(-value, ours.log_marginal_likelihood(kernel.theta),
+                               rtol=1e-12)
+    assert grad.shape == kernel.theta.shape
+    # same optimiser, same objective to ~1e-12: TNC ends at the same optimum
+    np.testing.assert_allclose(ours.kernel_.theta, theirs.kernel_.theta, atol=1e-4)
+    np.testing.assert_allclose(ours.log_marginal_likelihood_value_,
+                               theirs.log_marginal_likelihood_value_, rtol=1e-8)
+
+
+def test_n_restarts_optimizer_keeps_the_best_run(rng, monkeypatch):
+    X, y = _smooth_problem(rng, n_samples=25)
+    # a start far from the optimum, on a plateau of the likelihood
+    kernel = C(1.0) * RBF(1e-3, (1e-4, 1e2)) + WhiteKernel(1.0, (1e-5, 1e1))
+    import fastgp.regressor as regressor_module
+
+    runs = []
+    minimize_theta = regressor_module.minimize_theta
+
+    def recording(*args, **kwargs):
+        result = minimize_theta(*args, **kwargs)
+        runs.append(result)
+        return result
+
+    monkeypatch.setattr(regressor_module, "minimize_theta", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gpr = GaussianProcessRegressor(kernel, n_restarts_optimizer=3,
+                                       random_state=0).fit(X, y)
+    assert len(runs) == 4
+    best = min(runs, key=lambda run: run.value)
+    # kernel_.theta round-trips through exp and log: equal to the last bit or two
+    np.testing.assert_allclose(gpr.kernel_.theta, best.theta, rtol=1e-14)
+    np.testing.assert_allclose(gpr.log_marginal_likelihood_value_, -best.value, rtol=1e-10)
+    # the restarts found a better optimum than the first run from the plateau
+    assert best.value < runs[0].value - 1.0
+    # the restart points are scikit-learn's (same random_state, same draws),
+    # so both regressors end at the same optimum
+    theirs = SklearnGPR(kernel, n_restarts_optimizer=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        theirs.fit(X, y)
+    np.testing.assert_allclose(gpr.log_marginal_likelihood_value_,
+                               theirs.log_marginal_likelihood_value_, rtol=1e-6)
+
+
+def test_n_restarts_needs_finite_bounds(rng):
+    X, y = _smooth_problem(rng, 10)
+    kernel = RBF(1.0, (1e-2, np.inf))
+    with pytest.raises(ValueError, match="requires that all bounds are finite"):
+        GaussianProcessRegressor(kernel, n_restarts_optimizer=1).fit(X, y)
+
+
+def test_unknown_optimizer_is_rejected(rng):
+    X, y = _smooth_problem(rng, 10)
+    with pytest.raises(ValueError, match="optimizer"):
+        GaussianProcessRegressor(optimizer="BFGS").fit(X, y)
+
+
+@pytest.mark.parametrize("optimizer", ["fmin_l_bfgs_b", "CG"])
+@pytest.mark.parametrize("alpha", [0.0, 1e-14])
+def test_fit_backs_off_from_non_positive_definite_trial_steps(alpha, optimizer,
+                                                              monkeypatch):
+    """Closely spaced inputs, no noise term, and length-scale bounds that allow
+    huge values: the start is positive definite, but the optimiser's trial
+    steps towards long length scales make K numerically singular. The
+    objective answers inf there; fit neither raises nor ends on such a point.
+
+    With alpha = 0, SciPy's L-BFGS-B answers the failed first trial by backing
+    off to a zero step and stopping at the start (scikit-learn's regressor
+    does the same); CG and, with alpha = 1e-14, both optimisers continue past
+    the failed trial to a much better optimum.
+    """
+    X = np.linspace(0.0, 1.0, 30)[:, None]
+    y = np.sin(2 * np.pi * X[:, 0])
+    kernel = C(1.0) * RBF(0.05, length_scale_bounds=(1e-3, 1e5))
+    values = []
+    call = NegLogMarginalLikelihood.__call__
+
+    def recording(self, theta):
+        value, grad = call(self, theta)
+        values.append(value)
+        return value, grad
+
+    monkeypatch.setattr(NegLogMarginalLikelihood, "__call__", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gpr = GaussianProcessRegressor(kernel, alpha=alpha, optimizer=optimizer).fit(X, y)
+    assert math.isfinite(values[0])  # the start is fine
+    assert any(v == math.inf for v in values)  # some trial was not PD
+    lml = gpr.log_marginal_likelihood_value_
+    assert math.isfinite(lml)
+    # the fit kept the best finite point the optimiser evaluated
+    np.testing.assert_allclose(-lml, min(v for v in values if math.isfinite(v)), rtol=1e-10)
+    initial = -values[0]
+    if alpha == 0.0 and optimizer == "fmin_l_bfgs_b":
+        assert lml >= initial
+    else:
+        assert lml > initial + 100.0
+    # and the kept factor predicts
+    assert np.all(np.isfinite(gpr.predict(X)))
+
+
+# ------------------------------------------------------ parameters and errors
+
+
+@pytest.mark.parametrize("copy_X_train", [True, False])
+def test_copy_X_train(copy_X_train, rng):
+    X, y = make_problem(rng, n_samples=20)
+    gpr = GaussianProcessRegressor(RBF(1.0), alpha=ALPHA, optimizer=None,
+                                   copy_X_train=copy_X_train).fit(X, y)
+    assert np.shares_memory(gpr.X_train_, X) == (not copy_X_train)
+    assert np.shares_memory(gpr.y_train_, y) == (not copy_X_train)
+    np.testing.assert_array_equal(gpr.X_train_, X)
+    before = gpr.predict(X[:5])
+    if not copy_X_train:  # scikit-learn's documented caveat: X is shared
+        X[:] += 1.0
+        assert not np.allclose(gpr.predict(X[:5] - 1.0), before)
+
+
+def test_n_targets_mismatch_raises_sklearns_error(rng):
+    X, y = make_problem(rng, n_samples=20, n_targets=2)
+    message = ("The number of targets seen in `y` is different from the parameter "
+               "`n_targets`. Got 2 != 3.")
+    for cls in (GaussianProcessRegressor, SklearnGPR):
+        with pytest.raises(ValueError, match=message.replace(".", r"\.").replace("`", "`")):
+            cls(n_targets=3).fit(X, y)
+    GaussianProcessRegressor(RBF(1.0), n_targets=2, optimizer=None).fit(X, y)
+
+
+def test_alpha_of_wrong_length_raises_sklearns_error(rng):
+    X, y = make_problem(rng, n_samples=20)
+    errors = []
+    for cls in (GaussianProcessRegressor, SklearnGPR):
+        with pytest.raises(ValueError) as error:
+            cls(alpha=np.full(7, 0.1)).fit(X, y)
+        errors.append(str(error.value))
+    assert errors[0] == errors[1]
+    assert "(7 != 20)" in errors[0]
+
+
+def test_alpha_array_per_sample_matches_sklearn(rng):
+    X, y = make_problem(rng, n_samples=30)
+    alpha = rng.uniform(0.01, 0.1, size=30)
+    kernel = C(1.0) * RBF([1.0, 1.0])
+    ours = GaussianProcessRegressor(kernel, alpha=alpha, optimizer=None).fit(X, y)
+    theirs = SklearnGPR(kernel, alpha=alpha, optimizer=None).fit(X, y)
+    theta = random_theta(kernel, rng)
+    (v, g), (rv, rg) = (m.log_marginal_likelihood(theta, True) for m in (ours, theirs))
+    np.testing.assert_allclose(v, rv, rtol=1e-8)
+    np.testing.assert_allclose(g, rg, rtol=1e-8, atol=1e-8 * np.max(np.abs(rg)))
+    _assert_predictions_match(ours, theirs, rng.uniform(-2, 2, size=(8, 2)))
+
+
+def test_fit_does_not_modify_constructor_params(rng):
+    """scikit-learn's fit replaces an alpha of length 1 by its element; fastgp
+    leaves every constructor argument as it was given."""
+    X, y = make_problem(rng, n_samples=20)
+    alpha = np.array([0.05])
+    kernel = C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1)
+    theta = kernel.theta.copy()
+    gpr = GaussianProcessRegressor(kernel, alpha=alpha, n_restarts_optimizer=1,
+                                   random_state=0)
+    params = gpr.get_params(deep=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # noise on its bound
+        gpr.fit(X, y)
+    assert gpr.alpha is alpha and np.array_equal(alpha, [0.05])
+    assert gpr.kernel is kernel
+    np.testing.assert_array_equal(kernel.theta, theta)  # the fit works on kernel_
+    assert not np.array_equal(gpr.kernel_.theta, theta)
+    after = gpr.get_params(deep=False)
+    assert after.keys() == params.keys()
+    assert all(after[k] is params[k] for k in params)
+    # the alpha of length 1 acts as the scalar, as in scikit-learn
+    reference = SklearnGPR(kernel, alpha=0.05, optimizer=None).fit(X, y)
+    ours = GaussianProcessRegressor(kernel, alpha=alpha, optimizer=None).fit(X, y)
+    np.testing.assert_allclose(ours.log_marginal_likelihood_value_,
+                               reference.log_marginal_likelihood_value_, rtol=1e-10)
+
+
+def test_return_std_and_return_cov_together_raise(rng):
+    X, y = make_problem(rng, n_samples=10)
+    gpr = GaussianProcessRegressor(RBF(1.0), optimizer=None).fit(X, y)
+    with pytest.raises(RuntimeError, match="At most one of return_std or return_cov"):
+        gpr.predict(X, return_std=True, return_cov=True)
+
+
+def test_integer_and_float32_inputs_are_converted(rng):
+    X, y = make_problem(rng, n_samples=20)
+    Xi = np.round(X * 3).astype(np.int64)
+    kernel = RBF(1.0) + WhiteKernel(0.1)
+    ours = GaussianProcessRegressor(kernel, optimizer=None).fit(Xi, y)
+    theirs = SklearnGPR(kernel, optimizer=None).fit(Xi, y)
+    np.testing.assert_allclose(ours.log_marginal_likelihood_value_,
+                               theirs.log_marginal_likelihood_value_, rtol=1e-10)
+    ours32 = GaussianProcessRegressor(kernel, optimizer=None).fit(X.astype(np.float32), y)
+    np.testing.assert_allclose(ours32.predict(X), theirs.fit(X.astype(np.float32), y)
+                               .predict(X), rtol=1e-8, atol=1e-10)
+
+
+def test_verbose_prints_one_line_per_iteration(rng, capsys):
+    X, y = _smooth_problem(rng, 20)
+    gpr = GaussianProcessRegressor(RBF(1.0) + WhiteKernel(0.1), verbose=1).fit(X, y)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("iter")]
+    assert len(lines) == gpr.n_iter_ > 0
+    assert "|grad|" in lines[0]
