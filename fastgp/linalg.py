@@ -4,6 +4,10 @@ scipy.linalg.lapack's wrappers copy their input unless it is float64,
 Fortran-contiguous and passed with the overwrite flag. A silent copy would
 double fastgp's memory, so every wrapper here checks that LAPACK handed back
 the very buffer it was given and raises otherwise.
+
+:func:`cholesky_with_jitter` is the factorisation a fitted model keeps: where
+K is not numerically positive definite it adds diagonal jitter in growing
+steps up to a bound (DESIGN.md, "Failure is an answer").
 """
 
 import numpy as np
@@ -11,6 +15,10 @@ from scipy.linalg import lapack
 
 __all__ = [
     "NotPositiveDefiniteError",
+    "NonFiniteMatrixError",
+    "JitterWarning",
+    "cholesky_with_jitter",
+    "rank_tolerance",
     "cholesky_in_place",
     "cho_solve_factor",
     "cho_inverse_in_place",
@@ -34,6 +42,15 @@ class NotPositiveDefiniteError(np.linalg.LinAlgError):
             f"the kernel matrix is not positive definite: its leading minor of "
             f"order {order} (of {n}) is not."
         )
+
+
+class NonFiniteMatrixError(np.linalg.LinAlgError):
+    """The matrix to factor holds NaN or infinity; no jitter can mend it."""
+
+
+class JitterWarning(UserWarning):
+    """The kernel matrix was not numerically positive definite, so jitter was
+    added to its diagonal; the amount is in the message."""
 
 
 def _check_same(result, buffer, routine):
@@ -94,3 +111,117 @@ def solve_lower_in_place(L, B):
 def log_det_from_factor(L):
     """log |K| = 2 sum_i log L_ii for the lower Cholesky factor L of K."""
     return 2.0 * np.sum(np.log(np.diagonal(L)))
+
+
+def rank_tolerance(n, max_diag):
+    """n eps max_i K_ii: the numerical-rank threshold of ``numpy.linalg.matrix_rank``
+    (S.max() * max(M, N) * eps) with the largest diagonal entry standing in
+    for the largest eigenvalue (which it bounds from below, to within n).
+
+    A Cholesky pivot L_ii with L_ii^2 below it is rounding, not information:
+    the squared pivots bound K's smallest eigenvalue from above, so K is
+    singular to working precision and K^-1 y is noise of magnitude 1 / L_ii^2.
+    """
+    return n * np.finfo(np.float64).eps * max_diag
+
+
+def _lower_is_finite(B, block=256):
+    """Whether the lower triangle (diagonal included) of square ``B`` is all
+    finite, in column blocks so that no N x N temporary is made (the strict
+    upper triangle may hold stale values and is not read)."""
+    n = B.shape[0]
+    for j0 in range(0, n, block):
+        j1 = min(n, j0 + block)
+        if not np.isfinite(np.tril(B[j0:j1, j0:j1])).all():
+            return False
+        if not np.isfinite(B[j1:, j0:j1]).all():
+            return False
+    return True
+
+
+def cholesky_with_jitter(fill, B, min_relative_jitter=1e-10, max_relative_jitter=1e-6,
+                         growth=10.0):
+    """Factor K in place, adding diagonal jitter in growing steps if needed.
+
+    Parameters
+    ----------
+    fill : callable ``fill(B, jitter)``
+        Writes the lower triangle of K + jitter I into ``B``.
+    B : ndarray of shape (n, n) float64, F-contiguous
+        Overwritten: on return its lower triangle holds the Cholesky factor of
+        K + jitter I (the strict upper triangle is stale).
+    min_relative_jitter : float
+        The first step, times max_i K_ii (raised to 10 x :func:`rank_tolerance`
+        where that is larger).
+    max_relative_jitter : float
+        The bound: jitter never exceeds this times max_i K_ii.
+    growth : float
+        Factor between successive jitters.
+
+    Returns
+    -------
+    jitter : float
+        0.0 if K factored as it was, else the amount added to the diagonal.
+
+    K counts as positive definite when dpotrf succeeds and every squared pivot
+    exceeds :func:`rank_tolerance` (a factor that dpotrf accepts but whose
+    smallest pivot is rounding, as for duplicated inputs without noise, would
+    give K^-1 y of magnitude 1 / eps silently). Otherwise the jitter ladder
+    starts at 1e-10 x max_i K_ii, scikit-learn's default ``alpha`` relative to
+    the kernel's scale (so that a jittered model is conditioned no worse than
+    a default scikit-learn one; the smallest amount that passes the rank test,
+    10 n eps max_i K_ii, would leave a condition number near 1 / (n eps) and
+    predictions with errors of order 1e-3), and grows by ``growth`` up to the
+    bound, 1e-6 x max_i K_ii, five steps in all. GPy's ``jitchol`` climbs
+    from 1e-6 x mean(diag K) to 1e-2 x; fastgp stops where the added noise
+    would start to change the model rather than its rounding, and says so.
+
+    Raises
+    ------
+    NonFiniteMatrixError
+        K holds NaN or infinity (jitter cannot help).
+    NotPositiveDefiniteError
+        Not positive definite even at the bound; ``.jitter`` is the largest
+        amount tried.
+    """
+    n = B.shape[0]
+    fill(B, 0.0)
+    diag = np.diagonal(B)
+    if not np.isfinite(diag).all():
+        raise NonFiniteMatrixError("the kernel matrix has non-finite diagonal entries.")
+    max_diag = float(diag.max()) if n else 0.0
+    tol = rank_tolerance(n, max_diag)
+    bound = max_relative_jitter * max_diag
+    jitter = 0.0
+    while True:
+        failure = _try_cholesky(B, tol)
+        if failure is None:
+            return jitter
+        first = max(min_relative_jitter * max_diag, 10.0 * tol)
+        following = first if jitter == 0.0 else jitter * growth
+        if not (0.0 < following <= bound * (1.0 + 1e-9)):  # rounding of the steps
+            failure.jitter = jitter
+            raise failure
+        jitter = following
+        fill(B, jitter)
+        if jitter == first and not _lower_is_finite(B):
+            raise NonFiniteMatrixError("the kernel matrix has non-finite entries.")
+
+
+def _try_cholesky(B, tol):
+    """dpotrf in place; None on success, else the NotPositiveDefiniteError."""
+    try:
+        cholesky_in_place(B)
+    except NotPositiveDefiniteError as exc:
+        return exc
+    pivots = np.diagonal(B)
+    smallest = int(np.argmin(pivots)) if len(pivots) else 0
+    if len(pivots) and not pivots[smallest] ** 2 > tol:
+        exc = NotPositiveDefiniteError(smallest + 1, B.shape[0])
+        exc.args = (
+            f"the kernel matrix is singular to working precision: its pivot "
+            f"{smallest + 1} (of {B.shape[0]}) squared, {pivots[smallest] ** 2:.3g}, "
+            f"is below n eps max(diag K) = {tol:.3g}.",
+        )
+        return exc
+    return None

@@ -22,8 +22,10 @@ from .linalg import (
     cho_inverse_in_place,
     cho_solve_factor,
     cholesky_in_place,
+    cholesky_with_jitter,
     log_det_from_factor,
 )
+from .memory import check_memory
 
 __all__ = ["Workspace", "NegLogMarginalLikelihood"]
 
@@ -32,7 +34,15 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 class Workspace:
     """The one N x N float64 buffer (F-contiguous, LAPACK's layout) that a fit
-    reuses for K, its factor L and K^-1 in turn. Allocated on first use."""
+    reuses for K, its factor L and K^-1 in turn. Allocated on first use.
+
+    Before allocating, :func:`fastgp.memory.check_memory` compares its 8 N^2
+    bytes with the memory available and raises
+    :class:`~fastgp.memory.InsufficientMemoryError` if it will not fit, so
+    every user of a Workspace (regression, the GPLVM) is covered. Estimators
+    check their whole estimate earlier, with remedies of their own; this is
+    the backstop.
+    """
 
     def __init__(self, n):
         self.n = int(n)
@@ -44,6 +54,11 @@ class Workspace:
 
     def buffer(self):
         if self._buffer is None:
+            check_memory(self.nbytes, n_samples=self.n,
+                         operation="Allocating fastgp's N x N workspace",
+                         remedies=["use fewer samples (a random subset, or "
+                                   "aggregate neighbouring points)",
+                                   "use a machine with more memory"])
             self._buffer = np.empty((self.n, self.n), dtype=np.float64, order="F")
         return self._buffer
 
@@ -96,11 +111,36 @@ class NegLogMarginalLikelihood:
         B = self.workspace.buffer()
         self.covariance.fill_lower(theta, self.diag_add, B)
         cholesky_in_place(B)
-        A = cho_solve_factor(B, self.Y)
+        A, value = self._solve(B)
+        return B, A, value
+
+    def factor_with_jitter(self, theta, max_relative_jitter=1e-6):
+        """:meth:`factor` for the model that is kept: where K is not
+        numerically positive definite, jitter is added to its diagonal in
+        growing steps (:func:`fastgp.linalg.cholesky_with_jitter`).
+
+        Returns (L, A, value, jitter), all four at K + diag(diag_add) +
+        jitter I, so that a model built from them is consistent. Raises
+        NotPositiveDefiniteError (even the bound failed) or
+        NonFiniteMatrixError (K holds NaN or infinity).
+        """
+        B = self.workspace.buffer()
+
+        def fill(buffer, jitter):
+            diag = self.diag_add if jitter == 0.0 else self.diag_add + jitter
+            self.covariance.fill_lower(theta, diag, buffer)
+
+        jitter = cholesky_with_jitter(fill, B, max_relative_jitter=max_relative_jitter)
+        A, value = self._solve(B)
+        return B, A, value, jitter
+
+    def _solve(self, L):
+        """A = K^-1 Y and L(theta) from the factor (eq. 2.30)."""
+        A = cho_solve_factor(L, self.Y)
         n, T = self.Y.shape
         value = (0.5 * float(np.einsum("ik,ik->", self.Y, A))
-                 + 0.5 * T * log_det_from_factor(B) + 0.5 * n * T * _LOG_2PI)
-        return B, A, value
+                 + 0.5 * T * log_det_from_factor(L) + 0.5 * n * T * _LOG_2PI)
+        return A, value
 
     def value(self, theta):
         """L(theta) alone (no dpotri, no gradient pass); inf if not PD."""

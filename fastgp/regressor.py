@@ -7,19 +7,32 @@ from numbers import Integral
 
 import numpy as np
 from sklearn.base import _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor as _SklearnGPR
 from sklearn.gaussian_process.kernels import RBF
 from sklearn.gaussian_process.kernels import ConstantKernel as C
-from sklearn.preprocessing._data import _handle_zeros_in_scale
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _num_samples, validate_data
 
 from .covariance import make_covariance
-from .linalg import NotPositiveDefiniteError
+from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
+from .memory import (
+    check_memory,
+    fit_bytes,
+    log_marginal_likelihood_bytes,
+    predict_cov_bytes,
+    sample_y_bytes,
+)
 from .objective import NegLogMarginalLikelihood, Workspace
 from .optimize import minimize_theta
 from .predictive import predict_mean_cov, predict_mean_var
+from .validation import (
+    check_finite_result,
+    check_kernel_hyperparameters,
+    diagonal_addition,
+    target_moments,
+)
 
 __all__ = ["GaussianProcessRegressor"]
 
@@ -76,6 +89,20 @@ class GaussianProcessRegressor(_SklearnGPR):
         If positive, print the objective and gradient norm at every optimiser
         iteration (fastgp's addition; scikit-learn's signature otherwise).
 
+    Failure behaviour (docs/reliability.md)
+    -----------------------------------------
+    Before the N x N buffer is allocated (fit, log_marginal_likelihood,
+    predict with ``return_cov``, sample_y) the bytes needed are compared with
+    the memory available; :class:`~fastgp.memory.InsufficientMemoryError` (a
+    MemoryError) names both, N and the remedies, and
+    :func:`fastgp.memory.skip_memory_check` lets a user proceed anyway. Where
+    the kept factorisation is not numerically positive definite, jitter is
+    added to the diagonal in growing steps (a :class:`~fastgp.linalg.JitterWarning`
+    gives the amount; ``jitter_`` records it). Optimiser trouble and a
+    KeyboardInterrupt during the optimisation end the fit at the best finite
+    point with a ConvergenceWarning. A fit that raises leaves a previously
+    fitted estimator as it was.
+
     Attributes
     ----------
     X_train_ : ndarray of shape (n_samples, n_features) float64
@@ -87,6 +114,10 @@ class GaussianProcessRegressor(_SklearnGPR):
         the fit worked in.
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Dual coefficients K^-1 y.
+    jitter_ : float
+        Added to the diagonal beyond ``alpha`` because the training covariance
+        was not numerically positive definite (0.0 normally); ``L_``,
+        ``alpha_`` and ``log_marginal_likelihood_value_`` include it.
     log_marginal_likelihood_value_ : float
     n_features_in_ : int
     n_iter_ : int
@@ -154,16 +185,9 @@ class GaussianProcessRegressor(_SklearnGPR):
 
     def _diag_add(self, n_samples):
         """scikit-learn's ``alpha`` as an (n_samples,) diagonal, without
-        rewriting the constructor argument (scikit-learn's fit does)."""
-        alpha = np.asarray(self.alpha, dtype=np.float64)
-        if alpha.ndim > 0 and alpha.shape[0] != n_samples:
-            if alpha.shape[0] != 1:
-                raise ValueError(
-                    "alpha must be a scalar or an array with same number of "
-                    f"entries as y. ({alpha.shape[0]} != {n_samples})"
-                )
-            alpha = alpha.reshape(-1)[0]
-        return np.broadcast_to(alpha, (n_samples,)).copy()
+        rewriting the constructor argument (scikit-learn's fit does); NaN,
+        infinite or negative entries are a ValueError."""
+        return diagonal_addition(self.alpha, n_samples)
 
     def _report(self, iteration, value, grad_norm):
         print(f"iter {iteration:4d}  -log p(y|X) {value: .6e}  |grad| {grad_norm:.3e}",
@@ -183,8 +207,9 @@ class GaussianProcessRegressor(_SklearnGPR):
         -------
         self : GaussianProcessRegressor
         """
-        self.kernel_ = C() * RBF() if self.kernel is None else clone(self.kernel)
-        self._rng = check_random_state(self.random_state)
+        kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
+        check_kernel_hyperparameters(kernel)
+        rng = check_random_state(self.random_state)
         X, y = self._validate_X(X, y, reset=True)
 
         n_targets_seen = y.shape[1] if y.ndim > 1 else 1
@@ -194,62 +219,128 @@ class GaussianProcessRegressor(_SklearnGPR):
                 f"`n_targets`. Got {n_targets_seen} != {self.n_targets}."
             )
         if self.normalize_y:
-            self._y_train_mean = np.mean(y, axis=0)
-            self._y_train_std = _handle_zeros_in_scale(np.std(y, axis=0), copy=False)
-            y = (y - self._y_train_mean) / self._y_train_std
+            y_mean, y_std = target_moments(y)
+            y = (y - y_mean) / y_std
         else:
             shape_y_stats = (y.shape[1],) if y.ndim == 2 else 1
-            self._y_train_mean = np.zeros(shape=shape_y_stats)
-            self._y_train_std = np.ones(shape=shape_y_stats)
-        diag_add = self._diag_add(len(y))
+            y_mean, y_std = np.zeros(shape=shape_y_stats), np.ones(shape=shape_y_stats)
+        n_samples = len(y)
+        diag_add = self._diag_add(n_samples)
 
-        self.X_train_ = np.copy(X) if self.copy_X_train else X
-        self.y_train_ = np.copy(y) if self.copy_X_train else y
-
-        covariance = make_covariance(self.kernel_, self.X_train_)
-        objective = NegLogMarginalLikelihood(covariance, self.y_train_, diag_add,
-                                             Workspace(len(y)))
-        self.n_iter_ = 0
-        if self.optimizer is not None and self.kernel_.n_dims > 0:
-            self._optimize(objective)
-        self.n_evaluations_ = objective.n_evaluations
+        X_train = np.copy(X) if self.copy_X_train else X
+        y_train = np.copy(y) if self.copy_X_train else y
+        covariance = make_covariance(kernel, X_train)
+        # Before the N x N workspace exists (issue 6): say so now rather than
+        # be killed by the operating system during the allocation.
+        check_memory(
+            fit_bytes(n_samples, np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1,
+                      n_targets_seen, kernel.n_dims, fast=covariance.is_fast),
+            n_samples=n_samples, operation="Fitting GaussianProcessRegressor",
+            remedies=["fit on fewer samples (a random subset, or average "
+                      "neighbouring points)",
+                      "use a machine with more memory"]
+                     + ([] if covariance.is_fast else
+                        ["use a kernel on fastgp's fast path, whose gradient needs "
+                         "no (N, N, n_hyperparameters) tensor"]))
+        objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
+                                             Workspace(n_samples))
+        n_iter = 0
+        if self.optimizer is not None and kernel.n_dims > 0:
+            n_iter = self._optimize(kernel, objective, rng)
 
         # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
         # in the workspace the optimiser used; that buffer becomes L_.
-        try:
-            L, A, value = objective.factor(self.kernel_.theta)
-        except NotPositiveDefiniteError as exc:
-            raise np.linalg.LinAlgError(
-                f"The kernel, {self.kernel_}, is not returning a positive "
-                "definite matrix. Try gradually increasing the 'alpha' "
-                "parameter of your GaussianProcessRegressor estimator.", str(exc)
-            ) from exc
+        L, A, value, jitter = self._final_factor(kernel, objective, y_train)
         _zero_strict_upper(L)
+
+        # Assigned only now, so that a fit that raises leaves a previously
+        # fitted estimator consistent (kernel_, L_ and alpha_ from one fit).
+        self.kernel_ = kernel
+        self._rng = rng
+        self._y_train_mean, self._y_train_std = y_mean, y_std
+        self.X_train_, self.y_train_ = X_train, y_train
+        self.n_iter_ = n_iter
+        self.n_evaluations_ = objective.n_evaluations
         self.L_ = objective.workspace.release()
-        self.alpha_ = A.reshape(self.y_train_.shape)
+        self.alpha_ = A.reshape(y_train.shape)
+        self.jitter_ = jitter
         self.log_marginal_likelihood_value_ = -value
         return self
 
-    def _optimize(self, objective):
+    def _final_factor(self, kernel, objective, y_train):
+        """(L, A, value, jitter) at kernel.theta, with jitter if needed; the
+        failures become errors that name the kernel and what to do."""
+        try:
+            L, A, value, jitter = objective.factor_with_jitter(kernel.theta)
+        except NonFiniteMatrixError as exc:
+            raise ValueError(
+                f"The kernel, {kernel}, returns non-finite values (NaN or infinity) "
+                "on the training inputs at its hyperparameters. Rescale X, or check "
+                "the kernel's hyperparameters and their bounds.", str(exc)
+            ) from exc
+        except NotPositiveDefiniteError as exc:
+            raise np.linalg.LinAlgError(
+                f"The kernel, {kernel}, is not returning a positive "
+                "definite matrix, even with jitter up to "
+                f"{getattr(exc, 'jitter', 0.0):.3g} added to its diagonal. Try "
+                "gradually increasing the 'alpha' parameter of your "
+                "GaussianProcessRegressor estimator, or the lower bound of the "
+                "noise level (WhiteKernel's noise_level_bounds).", str(exc)
+            ) from exc
+        if jitter > 0.0:
+            warnings.warn(
+                f"The training covariance of the kernel, {kernel}, is not numerically "
+                "positive definite at the fitted hyperparameters (duplicated inputs "
+                "without noise, or a length scale far beyond the data's spread), so "
+                f"fastgp added jitter {jitter:.3g} to its diagonal on top of alpha. "
+                "L_, alpha_ and log_marginal_likelihood_value_ include it (jitter_). "
+                "To avoid it, increase alpha or the lower bound of the noise level "
+                "(WhiteKernel's noise_level_bounds).",
+                JitterWarning,
+                stacklevel=4,
+            )
+        if not (np.isfinite(value) and np.all(np.isfinite(A))):
+            raise ValueError(
+                "The log marginal likelihood is not finite at the fitted "
+                f"hyperparameters of {kernel}: the targets (largest magnitude "
+                f"{float(np.max(np.abs(y_train), initial=0.0)):.3g}) overflow float64 "
+                "in y^T K^-1 y. Rescale y, or use normalize_y=True."
+            )
+        return L, A, value, jitter
+
+    def _optimize(self, kernel, objective, rng):
+        """Set ``kernel``'s theta to the best of the optimiser runs; return the
+        iterations of the run kept. An interrupted run ends the restarts."""
         report = self._report if self.verbose else None
-        bounds = self.kernel_.bounds
-        runs = [minimize_theta(objective, self.kernel_.theta, bounds,
-                               self.optimizer, report)]
-        if self.n_restarts_optimizer > 0:
-            if not np.isfinite(bounds).all():
-                raise ValueError(
-                    "Multiple optimizer restarts (n_restarts_optimizer>0) "
-                    "requires that all bounds are finite."
-                )
-            for _ in range(self.n_restarts_optimizer):
-                theta_initial = self._rng.uniform(bounds[:, 0], bounds[:, 1])
+        bounds = kernel.bounds
+        if self.n_restarts_optimizer > 0 and not np.isfinite(bounds).all():
+            raise ValueError(
+                "Multiple optimizer restarts (n_restarts_optimizer>0) "
+                "requires that all bounds are finite."
+            )
+        runs = [minimize_theta(objective, kernel.theta, bounds, self.optimizer, report)]
+        for _ in range(self.n_restarts_optimizer):
+            if runs[-1].interrupted:
+                break
+            theta_initial = rng.uniform(bounds[:, 0], bounds[:, 1])
+            try:
                 runs.append(minimize_theta(objective, theta_initial, bounds,
                                            self.optimizer, report))
+            except KeyboardInterrupt:
+                # nothing finite in this restart, but earlier runs had a point
+                if not any(math.isfinite(run.value) for run in runs):
+                    raise
+                warnings.warn(
+                    "The fit was interrupted (KeyboardInterrupt) during optimizer "
+                    f"restart {len(runs)}: it keeps the best point of the "
+                    f"{len(runs)} runs before.", ConvergenceWarning, stacklevel=3)
+                break
         best = min(runs, key=lambda run: run.value)
-        if math.isfinite(best.value):
-            self.kernel_.theta = best.theta
-            self.kernel_._check_bounds_params()
-            self.n_iter_ = best.n_iterations
+        if not math.isfinite(best.value):
+            return 0
+        kernel.theta = best.theta
+        kernel._check_bounds_params()
+        return best.n_iterations
 
     # -------------------------------------------------------------- predict
     def predict(self, X, return_std=False, return_cov=False):
@@ -279,20 +370,29 @@ class GaussianProcessRegressor(_SklearnGPR):
                 "At most one of return_std or return_cov can be requested."
             )
         if not hasattr(self, "X_train_"):  # the prior: scikit-learn's code
-            return super().predict(X, return_std=return_std, return_cov=return_cov)
+            if return_cov:
+                self._check_predict_memory(X, n_train=0)
+            result = super().predict(X, return_std=return_std, return_cov=return_cov)
+            for part in result if isinstance(result, tuple) else (result,):
+                check_finite_result("the prior's prediction", part,
+                                    "The kernel overflows at these inputs; rescale X.")
+            return result
 
         X = self._validate_X(X, reset=False)
         covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
         theta = self.kernel_.theta
         A = self.alpha_.reshape(len(self.alpha_), -1)
         if return_cov:
+            self._check_predict_memory(X, n_train=len(self.alpha_))
             mean, cov = predict_mean_cov(covariance, theta, self.L_, A, X)
+            self._check_finite_prediction(mean, cov)
             y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             if y_cov.shape[2] == 1:
                 y_cov = np.squeeze(y_cov, axis=2)
             return self._unnormalize_mean(mean), y_cov
         mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
                                      self.kernel_.diag, want_var=return_std)
+        self._check_finite_prediction(mean, var)
         if not return_std:
             return self._unnormalize_mean(mean)
         negative = var < 0
@@ -305,6 +405,63 @@ class GaussianProcessRegressor(_SklearnGPR):
         if y_var.shape[1] == 1:
             y_var = np.squeeze(y_var, axis=1)
         return self._unnormalize_mean(mean), np.sqrt(y_var)
+
+    def _n_targets(self):
+        if hasattr(self, "alpha_"):
+            return self.alpha_.shape[1] if self.alpha_.ndim > 1 else 1
+        return 1 if self.n_targets is None else self.n_targets
+
+    def _check_predict_memory(self, X, n_train, n_draws=None):
+        """The joint covariance over m query points costs O(m^2): check it
+        before it is allocated (sample_y adds NumPy's SVD of it)."""
+        try:
+            m = _num_samples(X)
+        except TypeError:
+            return  # not array-like: validation below says so
+        t = self._n_targets()
+        if n_draws is None:
+            needed = predict_cov_bytes(n_train, m, t)
+            operation = "predict(return_cov=True) on this many query points"
+        else:
+            needed = sample_y_bytes(n_train, m, t, n_draws)
+            operation = "sample_y on this many query points"
+        check_memory(
+            needed, n_samples=m, operation=operation,
+            remedies=["ask for fewer query points at once (the joint covariance "
+                      "of m points is m x m)",
+                      "use return_std=True if the marginal variances are enough "
+                      "(its memory is bounded whatever m)",
+                      "use a machine with more memory"])
+
+    def _check_finite_prediction(self, mean, spread):
+        hint = ("The fitted model or the kernel at these inputs overflows float64; "
+                "rescale X or y (normalize_y=True).")
+        check_finite_result("the predicted mean", mean, hint)
+        if spread is not None:
+            check_finite_result("the predicted variance", spread, hint)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw samples from the Gaussian process and evaluate them at X.
+
+        As scikit-learn's ``sample_y`` (the same draws for the same
+        ``random_state``), after checking that the joint covariance and its
+        SVD fit in memory.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features) or list of object
+        n_samples : int, default=1
+            Number of draws per query point.
+        random_state : int, RandomState instance or None, default=0
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples) or
+            (n_samples_X, n_targets, n_samples)
+        """
+        n_train = len(self.alpha_) if hasattr(self, "alpha_") else 0
+        self._check_predict_memory(X, n_train=n_train, n_draws=n_samples)
+        return super().sample_y(X, n_samples=n_samples, random_state=random_state)
 
     def _unnormalize_mean(self, mean):
         y_mean = self._y_train_std * mean + self._y_train_mean
@@ -346,6 +503,12 @@ class GaussianProcessRegressor(_SklearnGPR):
             kernel = self.kernel_
             kernel.theta = theta
         covariance = make_covariance(kernel, self.X_train_, warn=False)
+        n_samples = len(self.y_train_)
+        check_memory(
+            log_marginal_likelihood_bytes(n_samples, self._n_targets(), kernel.n_dims,
+                                          eval_gradient, fast=covariance.is_fast),
+            n_samples=n_samples, operation="log_marginal_likelihood(theta)",
+            remedies=["evaluate it on fewer samples", "use a machine with more memory"])
         objective = NegLogMarginalLikelihood(covariance, self.y_train_,
                                              self._diag_add(len(self.y_train_)),
                                              Workspace(len(self.y_train_)))

@@ -1,0 +1,107 @@
+"""Checks at the estimators' boundary that scikit-learn's ``validate_data``
+does not make, so that bad input is a ValueError with a reason, not a crash
+inside Numba or LAPACK and not NaN returned in silence.
+
+``validate_data`` already rejects NaN and infinity in X and y, empty arrays,
+non-numeric input, 3-D input and a feature count at predict that differs from
+fit's. What it leaves to the estimator: the ``alpha`` array (finite, not
+negative), kernel hyperparameters that are not finite (``RBF(0)`` has
+theta = -inf), targets so large that their moments overflow, and results that
+come out non-finite anyway.
+"""
+
+import numpy as np
+from sklearn.preprocessing._data import _handle_zeros_in_scale
+
+__all__ = [
+    "diagonal_addition",
+    "check_kernel_hyperparameters",
+    "target_moments",
+    "check_finite_result",
+]
+
+
+def diagonal_addition(alpha, n_samples):
+    """scikit-learn's ``alpha`` as an (n_samples,) float64 diagonal.
+
+    A scalar is broadcast; an array must have ``n_samples`` entries (or one).
+    Raises ValueError for a wrong length, NaN, infinity or a negative entry
+    (scikit-learn's parameter validation checks a scalar ``alpha`` but not an
+    array's entries).
+    """
+    values = np.asarray(alpha)
+    if not np.issubdtype(values.dtype, np.number) or np.iscomplexobj(values):
+        raise ValueError(f"alpha must be real numbers; got dtype {values.dtype}.")
+    values = values.astype(np.float64)
+    if values.ndim > 0 and values.shape[0] != n_samples:
+        if values.size != 1:
+            raise ValueError(
+                "alpha must be a scalar or an array with same number of "
+                f"entries as y. ({values.shape[0]} != {n_samples})"
+            )
+        values = values.reshape(-1)[0]
+    if values.ndim > 1:
+        raise ValueError(f"alpha must be a scalar or 1-D; got shape {values.shape}.")
+    if not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValueError(
+            "alpha must be finite and not negative: it is added to the diagonal "
+            "of the training covariance (a noise variance)."
+        )
+    return np.broadcast_to(values, (n_samples,)).copy()
+
+
+def check_kernel_hyperparameters(kernel):
+    """Raise ValueError if the kernel's free log-space hyperparameters or
+    their bounds are not usable: theta must be finite (a length scale of 0 or
+    a negative constant give -inf or NaN), and each lower bound must not
+    exceed its upper bound."""
+    theta = np.asarray(kernel.theta, dtype=np.float64)
+    if not np.all(np.isfinite(theta)):
+        bad = [h.name for h in kernel.hyperparameters if not h.fixed]
+        raise ValueError(
+            f"The kernel {kernel} has hyperparameters that are not finite and "
+            f"positive (log-space theta = {theta}; free: {bad}). Length scales, "
+            "constants, noise levels and alphas must be positive and finite."
+        )
+    if kernel.n_dims:
+        bounds = np.asarray(kernel.bounds, dtype=np.float64)
+        if np.any(np.isnan(bounds)) or np.any(bounds[:, 0] > bounds[:, 1]):
+            raise ValueError(
+                f"The kernel {kernel} has hyperparameter bounds that are NaN or whose "
+                f"lower end exceeds the upper end (log space: {bounds.tolist()})."
+            )
+
+
+def target_moments(y):
+    """Mean and standard deviation of y per column, as scikit-learn's
+    ``normalize_y`` computes them (zero deviations replaced by 1), without
+    overflow: targets near the float64 limit (|y| above about 1e154) make
+    ``np.std``'s squares infinite, which would turn every normalised target
+    into 0 and every prediction into NaN. Those columns are computed after
+    scaling by their largest magnitude.
+
+    y : ndarray of shape (n_samples,) or (n_samples, n_targets), finite.
+    Returns mean, std of shape y.shape[1:].
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = np.mean(y, axis=0)
+        std = np.std(y, axis=0)
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
+        scale = np.max(np.abs(y), axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        scaled = y / scale
+        mean = scale * np.mean(scaled, axis=0)
+        std = scale * np.std(scaled, axis=0)
+    std = _handle_zeros_in_scale(std, copy=False)
+    return mean, std
+
+
+def check_finite_result(name, values, hint):
+    """Raise ValueError if ``values`` holds NaN or infinity, saying how many
+    entries of ``name`` are affected and ``hint`` (what to do)."""
+    values = np.asarray(values)
+    bad = ~np.isfinite(values)
+    if np.any(bad):
+        raise ValueError(
+            f"{int(bad.sum())} of {values.size} entries of {name} are not finite. {hint}"
+        )
