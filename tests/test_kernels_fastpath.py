@@ -202,3 +202,23 @@ def test_kernels_fastpath_fit_reaches_sklearns_optimum(rng):
     ours = GaussianProcessRegressor(kernel).fit(X, y)
     ref = SklearnGPR(kernel).fit(X, y)
     assert ours.log_marginal_likelihood_value_ >= ref.log_marginal_likelihood_value_ - 1e-6
+
+
+def test_kernels_fastpath_mauna_loa_kernel_matches_sklearn():
+    """The CLI's default: Rasmussen & Williams' CO2 kernel (11 free
+    hyperparameters, the period fixed) on the first 150 weeks."""
+    from fastgp.cli import mauna_loa_kernel
+    from fastgp.datasets import load_mauna_loa_co2
+
+    kernel = mauna_loa_kernel()
+    assert kernel.n_dims == 11
+    X, y = load_mauna_loa_co2()
+    X, y = X[:150], y[:150] - y[:150].mean()
+    assert isinstance(make_covariance(kernel, X), FastCovariance)
+    ours = GaussianProcessRegressor(kernel, optimizer=None).fit(X, y)
+    ref = SklearnGPR(kernel, optimizer=None).fit(X, y)
+    for theta in (kernel.theta, kernel.theta + np.linspace(-0.3, 0.3, 11)):
+        value, grad = ours.log_marginal_likelihood(theta, eval_gradient=True)
+        ref_value, ref_grad = ref.log_marginal_likelihood(theta, eval_gradient=True)
+        np.testing.assert_allclose(value, ref_value, rtol=1e-8)
+        assert_gradient_close(grad, ref_grad, rtol=1e-8)
