@@ -183,9 +183,10 @@ class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
         \frac{\sin^2\left(\pi (x_k - x'_k) / p_k\right)}{l_k^2}\right)
 
     the product over input dimensions of MacKay's periodic kernel (Rasmussen &
-    Williams 2006, eq. 4.31), as GPyTorch's ``PeriodicKernel`` and GPflow's
-    ``Periodic`` define it. A scalar ``length_scale`` or ``periodicity`` is
-    shared by all dimensions.
+    Williams 2006, eq. 4.31): TensorFlow Probability's ``ExpSinSquared`` with
+    a length scale and a period per dimension (GPflow's ``Periodic`` is the
+    same with its length scale scaled by 2). A scalar ``length_scale`` or
+    ``periodicity`` is shared by all dimensions.
 
     In one dimension this is scikit-learn's
     :class:`~sklearn.gaussian_process.kernels.ExpSineSquared`. In several it is
