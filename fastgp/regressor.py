@@ -36,6 +36,10 @@ from .validation import (
 
 __all__ = ["GaussianProcessRegressor"]
 
+#: ``_validate_X``'s marker for "validate X alone" (predict), as opposed to a y
+#: that may be None (fit).
+_NO_TARGETS = object()
+
 
 def _zero_strict_upper(B):
     """Zero the strict upper triangle of the square F-contiguous ``B`` in place
@@ -169,11 +173,13 @@ class GaussianProcessRegressor(_SklearnGPR):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    def _validate_X(self, X, y=None, reset=True):
+    def _validate_X(self, X, y=_NO_TARGETS, reset=True):
+        # a sentinel, not None: fit(X, None) must reach validate_data, which
+        # raises scikit-learn's "requires y to be passed" error
         kernel = self.kernel_ if hasattr(self, "kernel_") and not reset else self.kernel
         vector_input = kernel is None or kernel.requires_vector_input
         dtype, ensure_2d = ("numeric", True) if vector_input else (None, False)
-        if y is None:
+        if y is _NO_TARGETS:
             X = validate_data(self, X, ensure_2d=ensure_2d, dtype=dtype, reset=reset)
         else:
             X, y = validate_data(self, X, y, multi_output=True, y_numeric=True,
@@ -181,7 +187,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         if vector_input:
             # the fast path works in float64; int and float32 are converted
             X = np.ascontiguousarray(X, dtype=np.float64)
-        return X if y is None else (X, np.asarray(y, dtype=np.float64))
+        return X if y is _NO_TARGETS else (X, np.asarray(y, dtype=np.float64))
 
     def _diag_add(self, n_samples):
         """scikit-learn's ``alpha`` as an (n_samples,) diagonal, without
