@@ -1,0 +1,117 @@
+"""Smoke tests of the benchmark code (bench/), so that it cannot rot: the
+comparison command at tiny N with fastgp and scikit-learn only, one case in a
+fresh process, the memory probe, the skip paths and the target checks.
+
+Needs only the ``test`` extra: the comparison runs with --no-plots (no
+matplotlib) and bench/_measure.py reads /proc instead of psutil.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+# bench/ is a folder of the repository, not part of the installed package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import compare  # noqa: E402
+from bench._measure import PeakMemory, run_in_subprocess  # noqa: E402
+from bench._problems import make_problem  # noqa: E402
+from bench._report import evaluate_targets  # noqa: E402
+from bench.peers import get_adapter  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def _tiny_args(tmp_path, peers="fastgp,sklearn"):
+    return ["--sizes", "48,64", "--problems", "1d", "--peers", peers, "--fit-n", "48",
+            "--repeats", "1", "--no-plots", "--in-process", "--out-dir", str(tmp_path)]
+
+
+def test_compare_writes_markdown_and_json_with_expected_rows(tmp_path, monkeypatch):
+    # a peer that is not installed is a skipped row, not an error
+    monkeypatch.setattr(get_adapter("gpy"), "package", "no_such_module_for_fastgp_smoke")
+    assert compare.main(_tiny_args(tmp_path, "fastgp,sklearn,gpy")) == 0
+
+    doc = json.loads((tmp_path / "comparison.json").read_text())
+    by = {(c["library"], c["n"], c["kind"]): c for c in doc["cases"]}
+    for library in ("fastgp", "sklearn"):
+        for n in (48, 64):
+            case = by[(library, n, "loss_grad")]
+            assert case["status"] == "ok", case
+            assert case["time"]["loss_grad"]["median_s"] > 0
+            assert case["memory"]["delta_mb"] >= 0
+        assert by[(library, 48, "fit")]["status"] == "ok"
+    # the floor is timed in fastgp's process, and both libraries agree on the loss
+    assert by[("fastgp", 64, "loss_grad")]["time"]["floor-potrf-potri"]["median_s"] > 0
+    np.testing.assert_allclose(by[("sklearn", 64, "loss_grad")]["value"],
+                               by[("fastgp", 64, "loss_grad")]["value"], rtol=1e-8)
+    fits = [by[(lib, 48, "fit")]["fit"] for lib in ("fastgp", "sklearn")]
+    assert fits[0]["n_evaluations"] > 1
+    np.testing.assert_allclose(fits[0]["final_nlml"], fits[1]["final_nlml"], rtol=1e-6)
+    assert by[("gpy", 64, "loss_grad")]["status"] == "skipped"
+    env = doc["environment"]
+    assert env["versions"]["numpy"] and env["numba_threads"] >= 1 and "git" in env
+
+    md = (tmp_path / "comparison.md").read_text()
+    assert "| 64 | fastgp |" in md and "| 64 | scikit-learn |" in md
+    assert "floor: dpotrf + dpotri" in md
+    assert "Full fit from the same start" in md and "| 1d | 48 | scikit-learn |" in md
+    assert "GPy at N = 64: skipped: no_such_module_for_fastgp_smoke is not installed" in md
+    assert "Placeholder" in md  # tiny N: the file says it is not the real figures
+
+
+def test_compare_skips_cases_estimated_not_to_fit(tmp_path, monkeypatch):
+    monkeypatch.setattr(compare, "available_memory_bytes", lambda: 2**20)  # 1 MB free
+    assert compare.main(_tiny_args(tmp_path, "fastgp")) == 0
+    doc = json.loads((tmp_path / "comparison.json").read_text())
+    assert doc["cases"] and all(c["status"] == "skipped" for c in doc["cases"])
+    assert all("estimated" in c["reason"] for c in doc["cases"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_case_runs_in_a_fresh_process_and_reports_its_memory():
+    spec = dict(library="fastgp", problem="1d", n=200, kind="loss_grad", repeats=1,
+                with_floor=True)
+    result = run_in_subprocess("bench._worker", spec, timeout_s=300)
+    assert result["status"] == "ok", result
+    assert result["memory"]["method"] == "VmHWM reset"
+    # at least the one N x N buffer, and far from scikit-learn's tenfold
+    assert 0.9 < result["memory"]["multiple_of_8n2"] < 8
+    adapter = get_adapter("fastgp")()
+    problem = make_problem("1d", 200)
+    adapter.prepare(problem)
+    np.testing.assert_allclose(result["value"], adapter.loss(problem.theta0), rtol=1e-12)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_peak_memory_sees_an_allocation_inside_the_block_only():
+    before = np.ones(20 * 2**20 // 8)  # 20 MB before the block: not counted
+    with PeakMemory() as mem:
+        inside = np.ones(40 * 2**20 // 8)
+        del inside
+    assert 35 < mem.delta_bytes / 2**20 < 60
+    del before
+
+
+def test_targets_are_met_or_not_from_the_ratios():
+    def case(library, n, lg, mem_mb, floor=None):
+        time = {"loss_grad": {"median_s": lg}, "loss": {"median_s": lg / 3}}
+        if floor:
+            time["floor-potrf-potri"] = {"median_s": floor}
+        return dict(library=library, problem="1d", n=n, kind="loss_grad", status="ok",
+                    time=time, memory={"delta_mb": mem_mb,
+                                       "multiple_of_8n2": mem_mb * 2**20 / (8.0 * n * n)})
+
+    n = 5000
+    mb = 8 * n * n / 2**20
+    doc = {"cases": [case("fastgp", n, 1.0, 1.1 * mb, floor=0.9),
+                     case("sklearn", n, 2.5, 12 * mb)]}
+    rows = {r["target"]: r for r in evaluate_targets(doc)}
+    assert rows["time_vs_floor"]["met"] and rows["memory_8n2"]["met"]
+    assert not rows["time_vs_sklearn"]["met"]  # 2.5x < 3x
+    assert rows["memory_vs_sklearn"]["met"]
+    doc["cases"][0]["time"]["floor-potrf-potri"]["median_s"] = 0.5  # 2x the floor
+    assert not {r["target"]: r for r in evaluate_targets(doc)}["time_vs_floor"]["met"]
