@@ -1,0 +1,295 @@
+"""Memory, before it is spent (issue 6): an operation that will not fit raises
+MemoryError naming both figures, N and the remedies, fast and before any
+N x N allocation; a user can proceed anyway; the available figure is read
+from /proc/meminfo and cgroup limits (v2 and v1, every ancestor level)."""
+
+import math
+import threading
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+import fastgp.memory as memory
+from fastgp import GaussianProcessRegressor
+from fastgp.memory import InsufficientMemoryError, MemoryReading, skip_memory_check
+from fastgp.objective import Workspace
+
+#: issue 6's figure: a request for N = 200,000 (320 GB for the buffer alone).
+N_HUGE = 200_000
+
+
+def _huge_n():
+    """N = 200,000, or more on a machine where 8 N^2 bytes would fit."""
+    reading = memory.available_memory()
+    if reading is None:
+        return N_HUGE
+    return max(N_HUGE, 2 * math.isqrt(reading.available // 8 + 1))
+
+
+def _kernel():
+    return C(1.0) * RBF(1.0) + WhiteKernel(0.1)
+
+
+def _small_fit(n=20, n_targets=None):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, size=(n, 1))
+    y = np.sin(X[:, 0]) if n_targets is None else np.sin(X + np.arange(n_targets))
+    return GaussianProcessRegressor(_kernel(), optimizer=None).fit(X, y), X
+
+
+def _assert_fast_and_allocation_free(call, match):
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(MemoryError, match=match) as info:
+            call()
+        elapsed = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 0.5, f"took {elapsed:.2f} s to refuse"
+    # the inputs themselves are a few MB; the refused buffer would be >= 320 GB
+    assert peak < 64 * 2**20, f"allocated {peak / 2**20:.0f} MB before refusing"
+    return info.value
+
+
+def test_memory_fit_of_huge_n_fails_fast_with_both_figures_and_no_allocation():
+    n = _huge_n()
+    X = np.linspace(0.0, 1.0, n).reshape(-1, 1)
+    y = np.zeros(n)
+    gpr = GaussianProcessRegressor(_kernel())
+    error = _assert_fast_and_allocation_free(lambda: gpr.fit(X, y), "Fitting")
+    assert isinstance(error, InsufficientMemoryError)
+    message = str(error)
+    needed = memory.fit_bytes(n, 1, 1, _kernel().n_dims)
+    assert error.needed == needed >= 8 * n * n
+    assert needed < 1.001 * 8 * n * n
+    assert error.n_samples == n
+    assert error.available < needed
+    assert memory.format_bytes(needed) in message
+    assert memory.format_bytes(error.available) in message
+    assert f"N = {n:,}" in message
+    assert "fewer samples" in message and "more memory" in message
+    assert "skip_memory_check" in message and memory.SKIP_ENV in message
+    # a refused fit leaves the estimator unfitted
+    assert not hasattr(gpr, "L_") and not hasattr(gpr, "X_train_")
+
+
+def test_memory_predict_cov_and_sample_y_on_huge_m_fail_fast():
+    gpr, _ = _small_fit()
+    m = _huge_n()
+    Xq = np.linspace(0.0, 5.0, m).reshape(-1, 1)
+    error = _assert_fast_and_allocation_free(
+        lambda: gpr.predict(Xq, return_cov=True), "return_cov")
+    assert error.needed >= 8 * m * m and f"N = {m:,}" in str(error)
+    assert "return_std=True" in str(error)
+    error = _assert_fast_and_allocation_free(lambda: gpr.sample_y(Xq, 3), "sample_y")
+    assert error.needed > memory.predict_cov_bytes(20, m, 1)
+    # the prior (unfitted) path is checked too
+    prior = GaussianProcessRegressor(_kernel())
+    _assert_fast_and_allocation_free(lambda: prior.predict(Xq, return_cov=True),
+                                     "return_cov")
+
+
+def test_memory_predict_std_on_many_points_is_not_refused(monkeypatch):
+    # mean and std work in chunks: their memory does not grow as m^2
+    gpr, X = _small_fit()
+    monkeypatch.setattr(memory, "available_memory",
+                        lambda *a, **k: MemoryReading(10_000, "test"))
+    mean, std = gpr.predict(X, return_std=True)
+    assert np.all(np.isfinite(mean)) and np.all(std >= 0)
+
+
+def _tiny_machine(monkeypatch, available=1_000):
+    monkeypatch.setattr(memory, "available_memory",
+                        lambda *a, **k: MemoryReading(available, "a test's tiny machine"))
+
+
+def test_memory_log_marginal_likelihood_and_workspace_are_checked(monkeypatch):
+    gpr, _ = _small_fit()
+    _tiny_machine(monkeypatch)
+    with pytest.raises(InsufficientMemoryError, match="log_marginal_likelihood"):
+        gpr.log_marginal_likelihood(gpr.kernel_.theta)
+    # the backstop every Workspace user (the GPLVM too) goes through
+    with pytest.raises(InsufficientMemoryError, match="workspace"):
+        Workspace(100).buffer()
+
+
+def test_memory_skip_memory_check_lets_a_user_proceed(monkeypatch):
+    rng = np.random.default_rng(1)
+    X, y = rng.uniform(size=(15, 1)), rng.standard_normal(15)
+    _tiny_machine(monkeypatch)
+    with pytest.raises(InsufficientMemoryError):
+        GaussianProcessRegressor(_kernel()).fit(X, y)
+    with skip_memory_check():
+        assert not memory.memory_check_enabled()
+        gpr = GaussianProcessRegressor(_kernel()).fit(X, y)
+        gpr.predict(X, return_cov=True)
+        gpr.sample_y(X, 2)
+    assert memory.memory_check_enabled()  # the block restored the check
+    with pytest.raises(InsufficientMemoryError):
+        gpr.predict(X, return_cov=True)
+
+
+def test_memory_skip_memory_check_is_per_thread(monkeypatch):
+    _tiny_machine(monkeypatch)
+    seen = []
+    with skip_memory_check():
+        worker = threading.Thread(target=lambda: seen.append(memory.memory_check_enabled()))
+        worker.start()
+        worker.join()
+        assert not memory.memory_check_enabled()
+    assert seen == [True]
+
+
+@pytest.mark.parametrize("value, enabled", [("1", False), ("true", False), ("ON", False),
+                                            ("0", True), ("", True)])
+def test_memory_environment_variable_switches_the_check_off(monkeypatch, value, enabled):
+    monkeypatch.setenv(memory.SKIP_ENV, value)
+    assert memory.memory_check_enabled() is enabled
+    _tiny_machine(monkeypatch)
+    if enabled:
+        with pytest.raises(InsufficientMemoryError):
+            Workspace(100).buffer()
+    else:
+        assert Workspace(100).buffer().shape == (100, 100)
+
+
+def test_memory_no_reading_means_no_check(monkeypatch):
+    monkeypatch.setattr(memory, "available_memory", lambda *a, **k: None)
+    assert memory.check_memory(10**30, n_samples=1, operation="x", remedies=[]) is None
+
+
+def test_memory_fit_estimate_bounds_what_a_fit_allocates():
+    # tracemalloc sees NumPy's allocations (the workspace and every temporary);
+    # the estimate must cover them, and not by orders of magnitude
+    rng = np.random.default_rng(2)
+    n = 250
+    X, y = rng.uniform(0, 5, size=(n, 2)), rng.standard_normal(n)
+    tracemalloc.start()
+    try:
+        GaussianProcessRegressor(_kernel()).fit(X, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    estimate = memory.fit_bytes(n, 2, 1, _kernel().n_dims)
+    assert 8 * n * n <= peak <= estimate
+    assert estimate < 8 * n * n + 2**21  # the N x N buffer is all that grows as N^2
+
+
+def test_memory_predict_cov_estimate_bounds_what_predict_allocates():
+    gpr, _ = _small_fit(n=30, n_targets=2)
+    m = 300
+    Xq = np.linspace(0, 5, m).reshape(-1, 1)
+    tracemalloc.start()
+    try:
+        gpr.predict(Xq, return_cov=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= memory.predict_cov_bytes(30, m, 2)
+
+
+# --------------------------------------------------------- reading the machine
+def test_memory_reading_of_this_machine_is_plausible():
+    reading = memory.available_memory()
+    assert reading is not None  # Linux CI: /proc/meminfo is there
+    assert 0 < reading.available
+    total = None
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                total = int(line.split()[1]) * 1024
+    assert reading.available <= total
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_memory_meminfo_parsing(tmp_path):
+    _write(tmp_path / "new", "MemTotal: 1000 kB\nMemFree: 100 kB\nMemAvailable: 600 kB\n")
+    assert memory.meminfo_available(str(tmp_path / "new")) == 600 * 1024
+    _write(tmp_path / "old", "MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 20 kB\n"
+                             "Cached: 300 kB\n")
+    assert memory.meminfo_available(str(tmp_path / "old")) == 420 * 1024
+    assert memory.meminfo_available(str(tmp_path / "missing")) is None
+
+
+def _fake_v2(tmp_path, levels):
+    """A cgroup v2 tree at tmp/cg with the process in /a/b; ``levels`` maps
+    the relative directory to (memory.max, memory.current, inactive_file)."""
+    proc = tmp_path / "proc"
+    _write(proc / "cgroup", "0::/a/b\n")
+    mount = tmp_path / "cg"
+    _write(proc / "mountinfo",
+           f"30 20 0:26 / {mount} rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+           "31 20 0:27 / /proc rw - proc proc rw\n")
+    for rel, (limit, current, inactive) in levels.items():
+        d = mount / rel if rel else mount
+        _write(d / "memory.max", f"{limit}\n")
+        _write(d / "memory.current", f"{current}\n")
+        _write(d / "memory.stat", f"anon 5\ninactive_file {inactive}\nactive_file 7\n")
+    return str(proc)
+
+
+def test_memory_cgroup_v2_limit_minus_usage_plus_reclaimable(tmp_path):
+    proc = _fake_v2(tmp_path, {"a/b": (1_000_000_000, 400_000_000, 100_000_000),
+                               "a": ("max", 500_000_000, 0), "": ("max", 0, 0)})
+    reading = memory.cgroup_available(proc)
+    assert reading.available == 1_000_000_000 - (400_000_000 - 100_000_000)
+    assert "cgroup v2" in reading.source and reading.source.endswith("a/b")
+
+
+def test_memory_cgroup_v2_tightest_ancestor_wins(tmp_path):
+    proc = _fake_v2(tmp_path, {"a/b": ("max", 100, 0),
+                               "a": (2_000_000, 1_500_000, 0), "": ("max", 0, 0)})
+    reading = memory.cgroup_available(proc)
+    assert reading.available == 500_000
+    assert reading.source.endswith(str(tmp_path / "cg" / "a"))
+
+
+def test_memory_cgroup_v2_without_limits_gives_none(tmp_path):
+    proc = _fake_v2(tmp_path, {"a/b": ("max", 100, 0), "a": ("max", 1, 0),
+                               "": ("max", 0, 0)})
+    assert memory.cgroup_available(proc) is None
+
+
+def test_memory_cgroup_v1_limit_with_namespaced_path(tmp_path):
+    proc = tmp_path / "proc"
+    # a container: /proc/self/cgroup names a host path the mount does not show
+    _write(proc / "cgroup", "5:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n")
+    mount = tmp_path / "memcg"
+    _write(proc / "mountinfo",
+           f"40 31 0:32 /docker/abc {mount} rw,relatime - cgroup cgroup rw,memory\n")
+    _write(mount / "memory.limit_in_bytes", "2000000000\n")
+    _write(mount / "memory.usage_in_bytes", "1500000000\n")
+    _write(mount / "memory.stat", "cache 10\ntotal_inactive_file 250000000\n")
+    reading = memory.cgroup_available(str(proc))
+    assert reading.available == 2_000_000_000 - 1_250_000_000
+    assert "cgroup v1" in reading.source
+    # v1's "unlimited" is a huge number, not a limit
+    _write(mount / "memory.limit_in_bytes", "9223372036854771712\n")
+    assert memory.cgroup_available(str(proc)) is None
+
+
+def test_memory_available_is_the_smallest_reading(tmp_path):
+    proc = _fake_v2(tmp_path, {"a/b": (1_000_000, 0, 0), "a": ("max", 0, 0),
+                               "": ("max", 0, 0)})
+    _write(tmp_path / "meminfo", "MemAvailable: 1000000 kB\n")
+    reading = memory.available_memory(str(tmp_path / "meminfo"), proc)
+    assert reading.available == 1_000_000 and "cgroup" in reading.source
+    _write(tmp_path / "meminfo", "MemAvailable: 100 kB\n")
+    reading = memory.available_memory(str(tmp_path / "meminfo"), proc)
+    assert reading.available == 102_400 and "MemAvailable" in reading.source
+
+
+def test_memory_format_bytes():
+    assert memory.format_bytes(999) == "999 bytes"
+    assert memory.format_bytes(320e9) == "320.0 GB"
+    assert memory.format_bytes(1.5e6) == "1.5 MB"
