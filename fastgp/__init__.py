@@ -5,7 +5,8 @@ Importing fastgp compiles nothing and changes no global state; the Numba
 routines compile (or load from Numba's on-disk cache) on first use.
 """
 
+from .gplvm import GPLVM
 from .regressor import GaussianProcessRegressor
 
-__all__ = ["GaussianProcessRegressor", "__version__"]
+__all__ = ["GaussianProcessRegressor", "GPLVM", "__version__"]
 __version__ = "0.1.0"

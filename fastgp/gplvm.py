@@ -1,0 +1,418 @@
+"""GPLVM: the Gaussian-process latent variable model as a scikit-learn
+transformer, with an exact gradient in one N x N buffer."""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.optimize
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+    clone,
+)
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, Kernel, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.metrics import pairwise_distances_argmin
+from sklearn.preprocessing._data import _handle_zeros_in_scale
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.extmath import svd_flip
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .covariance import make_covariance
+from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
+from .linalg import NotPositiveDefiniteError
+from .objective import Workspace
+from .optimize import BestPoint
+from .predictive import predict_mean_var
+from .rowwise_minimize import minimize_rows
+
+__all__ = ["GPLVM"]
+
+#: BFGS iterations per row in transform, and its gradient tolerance.
+TRANSFORM_MAX_ITER = 200
+TRANSFORM_GTOL = 1e-6
+
+
+class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    r"""Gaussian-process latent variable model (Lawrence 2005).
+
+    Finds latent points X (n_samples x n_components) and kernel
+    hyperparameters that maximise the marginal likelihood of the data Y
+    (n_samples x n_features) under a Gaussian process mapping from latent to
+    data space with independent outputs:
+
+    .. math::
+        \log p(Y \mid X, \theta) = -\tfrac{1}{2} \operatorname{tr}(Y^\top K^{-1} Y)
+        - \tfrac{D}{2} \log |K| - \tfrac{N D}{2} \log 2\pi,
+        \qquad K = k(X, X; \theta) + \alpha I.
+
+    The optimiser moves all of X and theta together with the exact gradient
+    (DESIGN.md; Lawrence 2005, sec. 3):
+    :math:`\partial L / \partial x_n = \sum_j W_{nj}\, \partial k(x_n, x_j) / \partial x_n`
+    with :math:`W = D K^{-1} - A A^\top`, :math:`A = K^{-1} Y`. Each
+    evaluation fills K into one preallocated N x N buffer, factors and inverts
+    it in place with LAPACK, and reduces W against the latent and
+    hyperparameter derivatives of K in one fused parallel pass; W and the
+    derivatives are never stored. So a fit needs about 8 N^2 bytes, not the
+    several N x N intermediates that reverse-mode autodiff keeps.
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        Latent dimension Q.
+    kernel : kernel instance, default=None
+        Covariance on the latent space, on fastgp's fast path (built from
+        ConstantKernel, WhiteKernel, RBF, Matern with nu in {0.5, 1.5, 2.5,
+        inf}, RationalQuadratic, ExpSineSquared, DotProduct and
+        fastgp.kernels' ARD kernels with ``+``, ``*`` and ``**``). None means
+        ``ConstantKernel(v) * RBF(np.ones(n_components)) + WhiteKernel(0.1 v)``
+        with v the mean variance of the (centred, scaled) features, their
+        bounds scaled by v. Include a WhiteKernel: it is the model's noise.
+    init : {"pca", "random"} or array-like of shape (n_samples, n_components), \
+            default="pca"
+        Starting latent points. "pca": the leading principal-component scores
+        of the centred data, each latent dimension scaled to unit variance
+        (dimensions beyond the data's rank are random); "random": standard
+        normal draws.
+    optimizer : {"fmin_l_bfgs_b", "CG"}, default="fmin_l_bfgs_b"
+        SciPy's L-BFGS-B (the kernel's log-space bounds on theta, the latent
+        points unbounded) or nonlinear conjugate gradients (unbounded).
+    max_iter : int, default=1000
+        Optimiser iterations. 0 keeps the initial latent points and kernel.
+    tol : float, default=1e-6
+        SciPy's ``tol`` for the optimiser (L-BFGS-B: relative decrease of the
+        objective and largest projected gradient; CG: gradient norm).
+    standardize : bool, default=False
+        Divide each centred feature by its standard deviation before fitting
+        (the data are always centred); transform and inverse_transform apply
+        and undo the same.
+    alpha : float, default=1e-8
+        Jitter added to the diagonal of K.
+    random_state : int, RandomState instance or None, default=None
+        Draws the random initial latent points (``init="random"``, or the
+        dimensions beyond the data's rank with ``init="pca"``).
+    verbose : int, default=0
+        If positive, print the objective and gradient norm every iteration.
+
+    Attributes
+    ----------
+    embedding_ : ndarray of shape (n_samples, n_components)
+        The fitted latent points.
+    kernel_ : kernel instance
+        The kernel with the fitted hyperparameters.
+    log_marginal_likelihood_value_ : float
+        :math:`\log p(Y \mid X, \theta)` at the fitted point (of the centred,
+        scaled data).
+    n_iter_ : int
+        Optimiser iterations.
+    n_evaluations_ : int
+        Objective evaluations.
+    mean_ : ndarray of shape (n_features,)
+    scale_ : ndarray of shape (n_features,)
+        Per-feature divisor (ones unless ``standardize``).
+    L_ : ndarray of shape (n_samples, n_samples), F-contiguous
+        Lower Cholesky factor of K at the fitted point: the buffer the fit
+        worked in, kept for transform and inverse_transform.
+    alpha_ : ndarray of shape (n_samples, n_features)
+        :math:`K^{-1} Y` at the fitted point.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Defined when the data have string feature names.
+
+    See Also
+    --------
+    sklearn.decomposition.PCA : the linear special case (a DotProduct kernel
+        plus noise, Lawrence 2005, sec. 2).
+
+    References
+    ----------
+    N. D. Lawrence (2005). Probabilistic non-linear principal component
+    analysis with Gaussian process latent variable models. JMLR 6, 1783-1816.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastgp import GPLVM
+    >>> rng = np.random.default_rng(0)
+    >>> t = rng.uniform(0, 3, size=60)
+    >>> Y = np.column_stack([np.sin(t), np.cos(t), t]) + 0.01 * rng.standard_normal((60, 3))
+    >>> gplvm = GPLVM(n_components=1, max_iter=100, random_state=0)
+    >>> X = gplvm.fit_transform(Y)
+    >>> X.shape
+    (60, 1)
+    >>> Y_back = gplvm.inverse_transform(X)
+    >>> bool(np.abs(Y_back - Y).max() < 0.1)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "kernel": [None, Kernel],
+        "init": [StrOptions({"pca", "random"}), "array-like"],
+        "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"})],
+        "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "standardize": ["boolean"],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        n_components=2,
+        *,
+        kernel=None,
+        init="pca",
+        optimizer="fmin_l_bfgs_b",
+        max_iter=1000,
+        tol=1e-6,
+        standardize=False,
+        alpha=1e-8,
+        random_state=None,
+        verbose=0,
+    ):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.init = init
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.tol = tol
+        self.standardize = standardize
+        self.alpha = alpha
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the latent points and the kernel's hyperparameters to X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The data (called Y in the model's equations).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : GPLVM
+        """
+        Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        n_samples = Y.shape[0]
+        Q = self.n_components
+        self.mean_ = Y.mean(axis=0)
+        if self.standardize:
+            self.scale_ = _handle_zeros_in_scale(Y.std(axis=0), copy=False)
+        else:
+            self.scale_ = np.ones(Y.shape[1])
+        Yc = (Y - self.mean_) / self.scale_
+        rng = check_random_state(self.random_state)
+        X0 = self._initial_latent(Yc, rng)
+        self.kernel_ = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
+
+        objective = LatentNegLogMarginalLikelihood(
+            self.kernel_, Yc, Q, self.alpha, Workspace(n_samples))
+        z0 = objective.pack(X0, self.kernel_.theta)
+        z, self.n_iter_ = self._optimize(objective, z0)
+        self.n_evaluations_ = objective.n_evaluations
+        X_fit, theta = objective.unpack(z)
+        self.embedding_ = np.array(X_fit)
+        if self.kernel_.n_dims > 0:
+            self.kernel_.theta = theta
+
+        # the factor at the chosen point, in the workspace the optimiser used
+        try:
+            L, A, value = objective.factor(z)
+        except NotPositiveDefiniteError as exc:
+            raise np.linalg.LinAlgError(
+                f"The kernel, {self.kernel_}, is not returning a positive definite "
+                "matrix at the fitted latent points. Add a WhiteKernel to it or "
+                "increase alpha.", str(exc)
+            ) from exc
+        for j in range(1, n_samples):  # zero the strict upper triangle
+            L[:j, j] = 0.0
+        self.L_ = objective.workspace.release()
+        self.alpha_ = A
+        self.log_marginal_likelihood_value_ = -float(value)
+        self._Y_fit = Yc
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit the model to X and return the latent points.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_components)
+            A copy of ``embedding_``.
+        """
+        return self.fit(X).embedding_.copy()
+
+    def _initial_latent(self, Yc, rng):
+        n_samples = Yc.shape[0]
+        Q = self.n_components
+        if not isinstance(self.init, str):
+            X0 = check_array(self.init, dtype=np.float64)
+            if X0.shape != (n_samples, Q):
+                raise ValueError(
+                    f"init has shape {X0.shape}; expected (n_samples, n_components) "
+                    f"= ({n_samples}, {Q})."
+                )
+            return np.array(X0)
+        X0 = rng.standard_normal((n_samples, Q))
+        if self.init == "pca":
+            # Lawrence (2005) and GPy start from PCA: leading principal
+            # component scores, each dimension scaled to unit variance.
+            U, S, Vt = np.linalg.svd(Yc, full_matrices=False)
+            U, Vt = svd_flip(U, Vt)
+            rank = int(np.sum(S > max(S[0], 1e-300) * max(Yc.shape) * np.finfo(float).eps))
+            k = min(Q, rank)
+            X0[:, :k] = U[:, :k] * S[:k]
+        X0 -= X0.mean(axis=0)
+        X0 /= _handle_zeros_in_scale(X0.std(axis=0), copy=False)
+        return X0
+
+    def _default_kernel(self, Yc):
+        v = float(np.mean(np.var(Yc, axis=0)))
+        if not (np.isfinite(v) and v > 0.0):
+            v = 1.0
+        bounds = (1e-5 * v, 1e5 * v)
+        return (C(v, constant_value_bounds=bounds)
+                * RBF(np.ones(self.n_components), length_scale_bounds=(1e-5, 1e5))
+                + WhiteKernel(0.1 * v, noise_level_bounds=(1e-6 * v, 1e5 * v)))
+
+    def _optimize(self, objective, z0):
+        """Minimise the objective from z0; returns (best z, iterations)."""
+        if self.max_iter == 0:
+            return z0, 0
+        tracker = BestPoint(objective)
+        n_iter = [0]
+
+        def callback(*args, **kwargs):
+            n_iter[0] += 1
+            if self.verbose and tracker.grad is not None:
+                print(f"iter {n_iter[0]:5d}  -log p(Y|X) {tracker.value: .6e}  "
+                      f"|grad| {np.linalg.norm(tracker.grad):.3e}", flush=True)
+
+        options = {"maxiter": int(self.max_iter)}
+        if self.optimizer == "fmin_l_bfgs_b":
+            n_x = objective.X.size
+            bounds = np.empty((z0.size, 2))
+            bounds[:n_x] = (-np.inf, np.inf)
+            bounds[n_x:] = self.kernel_.bounds
+            z0 = np.clip(z0, bounds[:, 0], bounds[:, 1])
+            res = scipy.optimize.minimize(tracker, z0, method="L-BFGS-B", jac=True,
+                                          bounds=bounds, tol=self.tol,
+                                          options=options, callback=callback)
+        else:
+            res = scipy.optimize.minimize(tracker, z0, method="CG", jac=True,
+                                          tol=self.tol, options=options,
+                                          callback=callback)
+        if res.status != 0:
+            warnings.warn(
+                f"{self.optimizer} stopped without converging ({res.message}, "
+                f"{res.nit} iterations): the fit keeps the best point it "
+                "evaluated. Consider a larger max_iter.",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        if tracker.theta is None:
+            return z0, int(res.nit)
+        return tracker.theta, int(res.nit)
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X):
+        """Place new data in the fitted latent space.
+
+        For each row y of X, start at the latent point of its nearest training
+        row (Euclidean, in the centred, scaled coordinates) and minimise
+        -log p(y | x) over x, the fitted GP's predictive density with the
+        training posterior fixed (GPy's ``infer_newX``): mean
+        k(X, x)^T K^-1 Y, one variance k(x, x) - k(X, x)^T K^-1 k(X, x)
+        (noise included) shared by all features. Each row is optimised on its
+        own (a BFGS per row, evaluated in batches), so its answer does not
+        depend on the other rows.
+
+        A row equal to a training row returns that row's latent point: the
+        GPLVM objective splits as log p(Y) = log p(Y_-i | X_-i)
+        + log p(y_i | x_i, X_-i, Y_-i), so the fit has already maximised
+        y_i's leave-one-out predictive density over x_i, which is the density
+        a duplicate of a training row should be placed by.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_new, n_features)
+
+        Returns
+        -------
+        X_latent : ndarray of shape (n_samples_new, n_components)
+        """
+        check_is_fitted(self)
+        Y = validate_data(self, X, dtype=np.float64, reset=False)
+        Yc = (Y - self.mean_) / self.scale_
+        nearest = pairwise_distances_argmin(Yc, self._Y_fit)
+        out = self.embedding_[nearest].copy()
+        moving = np.flatnonzero(~np.all(Yc == self._Y_fit[nearest], axis=1))
+        if moving.size == 0:
+            return out
+        density = PredictiveNegLogDensity(self.kernel_, self.embedding_, self.L_,
+                                          self.alpha_, Yc[moving])
+        spread = float(np.mean(np.std(self.embedding_, axis=0)))
+        step0 = 0.1 * spread if spread > 0.0 else 0.1
+        X_new, _, _ = minimize_rows(density, out[moving], step0,
+                                    max_iter=TRANSFORM_MAX_ITER, gtol=TRANSFORM_GTOL)
+        out[moving] = X_new
+        return out
+
+    def inverse_transform(self, X, return_std=False):
+        """Map latent points to data space: the GP's predictive mean.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_new, n_components)
+        return_std : bool, default=False
+            Also return the predictive standard deviation of each feature
+            (noise included, as scikit-learn's GaussianProcessRegressor).
+
+        Returns
+        -------
+        Y_mean : ndarray of shape (n_samples_new, n_features)
+        Y_std : ndarray of shape (n_samples_new, n_features), optional
+        """
+        check_is_fitted(self)
+        X = check_array(X, dtype=np.float64)
+        if X.shape[1] != self.n_components:
+            raise ValueError(
+                f"X has {X.shape[1]} columns; this GPLVM has n_components = "
+                f"{self.n_components} latent dimensions."
+            )
+        covariance = make_covariance(self.kernel_, self.embedding_, warn=False)
+        mean, var = predict_mean_var(covariance, self.kernel_.theta, self.L_,
+                                     self.alpha_, X, self.kernel_.diag,
+                                     want_var=return_std)
+        mean = mean * self.scale_ + self.mean_
+        if not return_std:
+            return mean
+        std = np.sqrt(np.maximum(var, 0.0))[:, None] * self.scale_
+        return mean, std
+
+    @property
+    def _n_features_out(self):
+        return self.n_components
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
