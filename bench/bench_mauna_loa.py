@@ -5,6 +5,13 @@ high as scikit-learn's, from the same start, and in less time?
     python -m bench.bench_mauna_loa            # all 2,225 weeks: a few minutes
     python -m bench.bench_mauna_loa --n-samples 400   # a quick check
 
+    # on a shared or oversubscribed machine, one thread each for both libraries:
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python -m bench.bench_mauna_loa
+
+(On a 2-core machine at load average 8, OpenBLAS's two threads made a
+120 x 120 dpotri take 118 ms instead of 0.3 ms single-threaded, so threaded
+timings there measure the contention, not the libraries.)
+
 Both estimators get the same data (weekly means, missing weeks dropped, time
 in decimal years, y minus its mean, ``normalize_y=False``), the same kernel
 and start (:func:`fastgp.cli.mauna_loa_kernel`, scikit-learn's own example's
@@ -12,8 +19,9 @@ values) and the same optimiser (SciPy's L-BFGS-B with its default
 tolerances, no restarts). scikit-learn's optimiser is its own
 ``fmin_l_bfgs_b`` call, wrapped only to count objective evaluations.
 
-Reported per library: final log marginal likelihood, wall time of ``fit``,
-objective evaluations, optimiser iterations, peak resident memory
+Reported per library: final log marginal likelihood, wall time of ``fit``
+and the process's CPU time during it (all threads; on a shared machine the
+steadier figure), objective evaluations, optimiser iterations, peak resident memory
 growth during ``fit``, and the fitted kernel. Each optimum is also evaluated by
 the other library's objective, so a difference in the final value is a
 difference in where the optimisers stopped, not in the objectives. fastgp's
@@ -23,6 +31,7 @@ counts, git revision) to bench/results/mauna_loa.json.
 """
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -78,13 +87,14 @@ def warm_up_numba():
 def fit_fastgp(X, y):
     gpr = GaussianProcessRegressor(mauna_loa_kernel())
     with PeakMemory() as memory:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         gpr.fit(X, y)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     return gpr, {
         "library": "fastgp",
         "log_marginal_likelihood": float(gpr.log_marginal_likelihood_value_),
         "wall_s": wall,
+        "cpu_s": cpu,
         "n_evaluations": int(gpr.n_evaluations_),
         "n_iterations": int(gpr.n_iter_),
         "peak_memory_growth_mb": memory.delta_bytes / MB,
@@ -97,13 +107,14 @@ def fit_sklearn(X, y):
     optimizer = CountingLBFGSB()
     gpr = SklearnGPR(mauna_loa_kernel(), optimizer=optimizer, normalize_y=False)
     with PeakMemory() as memory:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         gpr.fit(X, y)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     return gpr, {
         "library": "scikit-learn",
         "log_marginal_likelihood": float(gpr.log_marginal_likelihood_value_),
         "wall_s": wall,
+        "cpu_s": cpu,
         "n_evaluations": optimizer.n_evaluations,
         "n_iterations": optimizer.n_iterations,
         "peak_memory_growth_mb": memory.delta_bytes / MB,
@@ -139,11 +150,11 @@ def main(argv=None):
         ref_row["lml_by_fastgp"] = float(ours.log_marginal_likelihood(ref.kernel_.theta))
 
     print()
-    print(f"{'library':<14}{'log ML':>14}{'wall s':>10}{'evals':>8}{'iters':>8}"
+    print(f"{'library':<14}{'log ML':>14}{'wall s':>10}{'CPU s':>10}{'evals':>8}{'iters':>8}"
           f"{'+peak MB':>10}")
     for row in rows:
         print(f"{row['library']:<14}{row['log_marginal_likelihood']:>14.4f}"
-              f"{row['wall_s']:>10.1f}{row['n_evaluations']:>8d}"
+              f"{row['wall_s']:>10.1f}{row['cpu_s']:>10.1f}{row['n_evaluations']:>8d}"
               f"{row['n_iterations']:>8d}{row['peak_memory_growth_mb']:>10.0f}")
     for row in rows:
         print(f"{row['library']} kernel: {row['kernel']}")
@@ -153,10 +164,12 @@ def main(argv=None):
               f"fastgp's: {ref_row['lml_by_fastgp']:.4f}")
         print(f"log ML difference (fastgp - scikit-learn): "
               f"{ours_row['log_marginal_likelihood'] - ref_row['log_marginal_likelihood']:+.4f}"
-              f"; time ratio scikit-learn / fastgp: "
-              f"{ref_row['wall_s'] / ours_row['wall_s']:.1f}x")
+              f"; scikit-learn / fastgp: wall {ref_row['wall_s'] / ours_row['wall_s']:.1f}x, "
+              f"CPU {ref_row['cpu_s'] / ours_row['cpu_s']:.1f}x, per evaluation (wall) "
+              f"{(ref_row['wall_s'] / ref_row['n_evaluations']) / (ours_row['wall_s'] / ours_row['n_evaluations']):.1f}x")
     path = write_json(args.out, {"question": __doc__.split("\n\n")[0],
                                  "n_samples": len(y), "compile_s": compile_s,
+                                 "load_average_after": list(os.getloadavg()),
                                  "results": rows, "environment": environment()})
     print(f"written: {path}")
     return 0
