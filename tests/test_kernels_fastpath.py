@@ -131,7 +131,8 @@ def test_kernels_fastpath_params_are_the_kernels_own_values(kernel, n_features, 
 @pytest.mark.parametrize("kernel, n_features", case_params())
 def test_kernels_fastpath_lml_and_gradient_match_sklearn(kernel, n_features, rng):
     ours, ref, _ = fitted_pair(kernel, rng, n_features)
-    for theta in (kernel.theta, random_theta(kernel, rng, 0.4), random_theta(kernel, rng, 0.4)):
+    for theta in (kernel.theta, random_theta(kernel, rng, 0.4),
+                  random_theta(kernel, rng, 0.4)):
         value, grad = ours.log_marginal_likelihood(theta, eval_gradient=True)
         ref_value, ref_grad = ref.log_marginal_likelihood(theta, eval_gradient=True)
         np.testing.assert_allclose(value, ref_value, rtol=1e-8)
