@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._threads import threads_for
 from .covariance import make_covariance
 from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from .linalg import NotPositiveDefiniteError
@@ -220,7 +221,8 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         objective = LatentNegLogMarginalLikelihood(
             self.kernel_, Yc, Q, self.alpha, Workspace(n_samples))
         z0 = objective.pack(X0, self.kernel_.theta)
-        z, self.n_iter_ = self._optimize(objective, z0)
+        with threads_for(n_samples):
+            z, self.n_iter_ = self._optimize(objective, z0)
         self.n_evaluations_ = objective.n_evaluations
         X_fit, theta = objective.unpack(z)
         self.embedding_ = np.array(X_fit)
@@ -229,7 +231,8 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         # the factor at the chosen point, in the workspace the optimiser used
         try:
-            L, A, value = objective.factor(z)
+            with threads_for(n_samples):
+                L, A, value = objective.factor(z)
         except NotPositiveDefiniteError as exc:
             raise np.linalg.LinAlgError(
                 f"The kernel, {self.kernel_}, is not returning a positive definite "
@@ -371,8 +374,10 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                           self.alpha_, Yc[moving])
         spread = float(np.mean(np.std(self.embedding_, axis=0)))
         step0 = 0.1 * spread if spread > 0.0 else 0.1
-        X_new, _, _ = minimize_rows(density, out[moving], step0,
-                                    max_iter=TRANSFORM_MAX_ITER, gtol=TRANSFORM_GTOL)
+        with threads_for(len(self.embedding_)):
+            X_new, _, _ = minimize_rows(density, out[moving], step0,
+                                        max_iter=TRANSFORM_MAX_ITER,
+                                        gtol=TRANSFORM_GTOL)
         out[moving] = X_new
         return out
 
@@ -399,9 +404,10 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"{self.n_components} latent dimensions."
             )
         covariance = make_covariance(self.kernel_, self.embedding_, warn=False)
-        mean, var = predict_mean_var(covariance, self.kernel_.theta, self.L_,
-                                     self.alpha_, X, self.kernel_.diag,
-                                     want_var=return_std)
+        with threads_for(len(self.embedding_)):
+            mean, var = predict_mean_var(covariance, self.kernel_.theta, self.L_,
+                                         self.alpha_, X, self.kernel_.diag,
+                                         want_var=return_std)
         mean = mean * self.scale_ + self.mean_
         if not return_std:
             return mean
