@@ -56,6 +56,18 @@ def make_covariance(kernel, X, warn=True):
     return KernelObjectCovariance(kernel, X)
 
 
+def _kernel_input(X):
+    """``X`` as the jitted passes take it: float64, C-contiguous, writeable.
+
+    Numba compiles (and caches) one specialisation per argument type, and a
+    read-only array (a joblib memmap, ``writeable=False``, a broadcast view)
+    is a different type: predicting on one compiled fill_cross_cov and
+    eval_tile again, ~25 s on the 2-core CI machine. Copying an (n, d) input
+    costs O(n d) and keeps one compiled specialisation per routine.
+    """
+    return np.require(X, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
+
+
 class FastCovariance:
     """Fast path: a lowered kernel program over training inputs X (n, d)."""
 
@@ -64,7 +76,7 @@ class FastCovariance:
     def __init__(self, kernel, program, X):
         self.kernel = kernel
         self.program = program
-        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.X = _kernel_input(X)
         self.bounds = jitted.column_blocks(self.X.shape[0])
 
     @property
@@ -95,7 +107,7 @@ class FastCovariance:
     def cross(self, theta, X_query):
         """k(X, X_query) as an (n, m) F-contiguous array (no white noise)."""
         p = self.program
-        Xq = np.ascontiguousarray(X_query, dtype=np.float64)
+        Xq = _kernel_input(X_query)
         out = np.empty((self.X.shape[0], Xq.shape[0]), order="F")
         with PARALLEL_LOCK:
             jitted.fill_cross_cov(self.X, Xq, p.ops, p.op_float, p.params(theta),
@@ -106,7 +118,7 @@ class FastCovariance:
         """k(X_query, X_query) (m, m), white noise on the diagonal included,
         as scikit-learn's ``kernel(X)``."""
         p = self.program
-        Xq = np.ascontiguousarray(X_query, dtype=np.float64)
+        Xq = _kernel_input(X_query)
         m = Xq.shape[0]
         out = np.empty((m, m), order="F")
         with PARALLEL_LOCK:
