@@ -182,3 +182,26 @@ def test_passes_give_identical_bits_for_any_thread_count(rng):
     assert numba.get_num_threads() == default
     np.testing.assert_array_equal(K_one, K_many)
     np.testing.assert_array_equal(g_one, g_many)
+
+
+def test_read_only_inputs_reuse_the_compiled_passes(rng):
+    """A read-only array (a joblib memmap, writeable=False) is another Numba
+    type; the passes must not compile a second specialisation for it."""
+    kernel = FREE_KERNELS["C*RBF+White"]
+    X = rng.uniform(-2, 2, size=(20, N_FEATURES))
+    Xq = rng.uniform(-2, 2, size=(6, N_FEATURES))
+    K = np.zeros((20, 20), order="F")
+    writeable = _fast(kernel, X)
+    expected = (writeable.cross(kernel.theta, Xq), writeable.prior_cov(kernel.theta, Xq))
+    writeable.fill_lower(kernel.theta, np.zeros(20), K)
+    routines = (_covariance.fill_cov_lower, _covariance.fill_cross_cov)
+    n_signatures = [len(r.signatures) for r in routines]
+    X.flags.writeable = False
+    Xq.flags.writeable = False
+    read_only = _fast(kernel, X)
+    np.testing.assert_array_equal(read_only.cross(kernel.theta, Xq), expected[0])
+    np.testing.assert_array_equal(read_only.prior_cov(kernel.theta, Xq), expected[1])
+    K_ro = np.zeros((20, 20), order="F")
+    read_only.fill_lower(kernel.theta, np.zeros(20), K_ro)
+    np.testing.assert_array_equal(K_ro, K)
+    assert [len(r.signatures) for r in routines] == n_signatures

@@ -448,3 +448,10 @@ def test_verbose_prints_one_line_per_iteration(rng, capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("iter")]
     assert len(lines) == gpr.n_iter_ > 0
     assert "|grad|" in lines[0]
+
+
+def test_fit_without_targets_raises_sklearns_error(rng):
+    X, _ = make_problem(rng, n_samples=10)
+    for cls in (GaussianProcessRegressor, SklearnGPR):
+        with pytest.raises(ValueError, match="requires y to be passed, but the target y is None"):
+            cls().fit(X, None)
