@@ -391,26 +391,26 @@ class GaussianProcessRegressor(_SklearnGPR):
         if return_cov:
             self._check_predict_memory(X, n_train=len(self.alpha_))
             mean, cov = predict_mean_cov(covariance, theta, self.L_, A, X)
-            self._check_finite_prediction(mean, cov)
             y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             if y_cov.shape[2] == 1:
                 y_cov = np.squeeze(y_cov, axis=2)
-            return self._unnormalize_mean(mean), y_cov
+            return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
         mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
                                      self.kernel_.diag, want_var=return_std)
-        self._check_finite_prediction(mean, var)
         if not return_std:
-            return self._unnormalize_mean(mean)
+            return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
         if np.any(negative):
             warnings.warn(
                 "Predicted variances smaller than 0. Setting those variances to 0."
             )
             var[negative] = 0.0
-        y_var = np.outer(var, self._y_train_std**2).reshape(*var.shape, -1)
-        if y_var.shape[1] == 1:
-            y_var = np.squeeze(y_var, axis=1)
-        return self._unnormalize_mean(mean), np.sqrt(y_var)
+        # sqrt(var) * std rather than sqrt(var * std^2): the same to rounding,
+        # and no overflow for targets beyond 1e154 (normalize_y=True)
+        y_std = np.outer(np.sqrt(var), self._y_train_std).reshape(*var.shape, -1)
+        if y_std.shape[1] == 1:
+            y_std = np.squeeze(y_std, axis=1)
+        return self._checked(self._unnormalize_mean(mean), y_std, "standard deviation")
 
     def _n_targets(self):
         if hasattr(self, "alpha_"):
@@ -439,12 +439,18 @@ class GaussianProcessRegressor(_SklearnGPR):
                       "(its memory is bounded whatever m)",
                       "use a machine with more memory"])
 
-    def _check_finite_prediction(self, mean, spread):
+    @staticmethod
+    def _checked(mean, spread=None, spread_name=None):
+        """The prediction, or a ValueError where it is not finite (never NaN
+        returned in silence)."""
         hint = ("The fitted model or the kernel at these inputs overflows float64; "
-                "rescale X or y (normalize_y=True).")
+                "rescale X, or y (normalize_y=True keeps the fit scale-free, but a "
+                "covariance of targets beyond 1e154 cannot be represented).")
         check_finite_result("the predicted mean", mean, hint)
-        if spread is not None:
-            check_finite_result("the predicted variance", spread, hint)
+        if spread is None:
+            return mean
+        check_finite_result(f"the predicted {spread_name}", spread, hint)
+        return mean, spread
 
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw samples from the Gaussian process and evaluate them at X.

@@ -75,10 +75,11 @@ def check_kernel_hyperparameters(kernel):
 def target_moments(y):
     """Mean and standard deviation of y per column, as scikit-learn's
     ``normalize_y`` computes them (zero deviations replaced by 1), without
-    overflow: targets near the float64 limit (|y| above about 1e154) make
-    ``np.std``'s squares infinite, which would turn every normalised target
-    into 0 and every prediction into NaN. Those columns are computed after
-    scaling by their largest magnitude.
+    overflow or underflow: targets near the float64 limit (|y| above about
+    1e154) make ``np.std``'s squares infinite, which would turn every
+    normalised target into 0 and every prediction into NaN; targets below
+    about 1e-162 make them 0, which would silently switch normalisation off.
+    Then the moments are computed after scaling by the largest magnitude.
 
     y : ndarray of shape (n_samples,) or (n_samples, n_targets), finite.
     Returns mean, std of shape y.shape[1:].
@@ -86,7 +87,9 @@ def target_moments(y):
     with np.errstate(over="ignore", invalid="ignore"):
         mean = np.mean(y, axis=0)
         std = np.std(y, axis=0)
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
+    spread = np.ptp(y, axis=0) if len(y) else np.zeros(y.shape[1:])
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))) or np.any(
+            (std == 0) & (spread != 0)):
         scale = np.max(np.abs(y), axis=0)
         scale = np.where(scale > 0, scale, 1.0)
         scaled = y / scale
