@@ -80,7 +80,8 @@ class _IterationLog:
             self.report(self.n, self.tracker.value, float(np.linalg.norm(self.tracker.grad)))
 
 
-def minimize_theta(objective, theta0, bounds, optimizer, report=None, max_iter=None):
+def minimize_theta(objective, theta0, bounds, optimizer, report=None, max_iter=None,
+                   tol=None):
     """Minimise ``objective`` from ``theta0``.
 
     Parameters
@@ -93,6 +94,8 @@ def minimize_theta(objective, theta0, bounds, optimizer, report=None, max_iter=N
         Called once per optimiser iteration (named drivers only).
     max_iter : int or None
         Iteration limit of the named drivers (None: SciPy's default).
+    tol : float or None
+        ``scipy.optimize.minimize``'s ``tol`` for the named drivers.
 
     Returns
     -------
@@ -115,7 +118,7 @@ def minimize_theta(objective, theta0, bounds, optimizer, report=None, max_iter=N
             method = "L-BFGS-B" if optimizer == "fmin_l_bfgs_b" else "CG"
             res = scipy.optimize.minimize(
                 tracker, theta0, method=method, jac=True, callback=log, options=options,
-                bounds=bounds if method == "L-BFGS-B" else None)
+                bounds=bounds if method == "L-BFGS-B" else None, tol=tol)
             message, status = str(res.message), int(res.status)
         elif callable(optimizer):
             _run_callable(optimizer, tracker, theta0, bounds)
