@@ -34,9 +34,11 @@ from .rowwise_minimize import minimize_rows
 
 __all__ = ["GPLVM"]
 
-#: BFGS iterations per row in transform, and its gradient tolerance.
+#: BFGS iterations per row in transform, and its gradient tolerance (relative
+#: to max(1, |f|)). Tight, so that a row's answer is the same, to rounding
+#: amplified by the optimiser, whichever rows are transformed with it.
 TRANSFORM_MAX_ITER = 200
-TRANSFORM_GTOL = 1e-6
+TRANSFORM_GTOL = 1e-10
 
 
 class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -377,7 +379,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         with threads_for(len(self.embedding_)):
             X_new, _, _ = minimize_rows(density, out[moving], step0,
                                         max_iter=TRANSFORM_MAX_ITER,
-                                        gtol=TRANSFORM_GTOL)
+                                        gtol=TRANSFORM_GTOL, ftol=0.0)
         out[moving] = X_new
         return out
 
