@@ -36,6 +36,17 @@ def _time(key):
     return pick
 
 
+def _finish(ax, fig, sizes, ylabel, title):
+    ax.set(xscale="log", yscale="log", xlabel="N", ylabel=ylabel, title=title)
+    if sizes:
+        ax.set_xticks(sizes)
+        ax.set_xticklabels([f"{n:,}" for n in sizes])
+        ax.minorticks_off()
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+
+
 def _plot(ax, points, **style):
     if points:
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", **style)
@@ -55,9 +66,10 @@ def write_plots(doc, img_dir):
         if not libraries:
             continue
         fast = "fastgp-gplvm" if problem == "gplvm" else "fastgp"
-        sizes = sorted({r["n"] for r in doc["cases"] if r["problem"] == problem})
+        sizes = sorted({r["n"] for r in doc["cases"] if r["problem"] == problem
+                        and r["kind"] == "loss_grad"})
 
-        fig, ax = plt.subplots(figsize=(6.4, 4.6))
+        fig, ax = plt.subplots(figsize=(9.6, 4.8))
         for lib in libraries:
             _plot(ax, _series(doc, problem, lib, _time("loss_grad")),
                   label=LIBRARY_LABELS.get(lib, lib), linewidth=2.5 if lib == fast else 1.5)
@@ -65,18 +77,14 @@ def write_plots(doc, img_dir):
         if not floor:  # GPLVM rows without fastgp: take any fastgp floor of the run
             floor = _series(doc, "1d", "fastgp", _time("floor-potrf-potri"))
         _plot(ax, floor, label="floor: dpotrf + dpotri", color="black", linestyle="--")
-        ax.set(xscale="log", yscale="log", xlabel="N",
-               ylabel="one loss+gradient (s, median)",
-               title=f"{PROBLEMS[problem]['title']}\n{machine}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
+        _finish(ax, fig, sizes, "one loss+gradient (s, median)",
+                f"{PROBLEMS[problem]['title']}\n{machine}")
         path = img_dir / f"comparison_time_{problem}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
 
-        fig, ax = plt.subplots(figsize=(6.4, 4.6))
+        fig, ax = plt.subplots(figsize=(9.6, 4.8))
         for lib in libraries:
             _plot(ax, _series(doc, problem, lib, lambda r: r["memory"]["delta_mb"]),
                   label=LIBRARY_LABELS.get(lib, lib), linewidth=2.5 if lib == fast else 1.5)
@@ -86,12 +94,8 @@ def write_plots(doc, img_dir):
                     label="8 N^2 bytes (one N x N float64)")
             ax.plot(grid, [1.15 * 8 * n * n / 2**20 for n in grid], color="grey",
                     linestyle=":", label="target 1.15 x 8 N^2")
-        ax.set(xscale="log", yscale="log", xlabel="N",
-               ylabel="peak memory above baseline (MB)",
-               title=f"{PROBLEMS[problem]['title']}\n{machine}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
+        _finish(ax, fig, sizes, "peak memory above baseline (MB)",
+                f"{PROBLEMS[problem]['title']}\n{machine}")
         path = img_dir / f"comparison_memory_{problem}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)

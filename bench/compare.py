@@ -99,6 +99,12 @@ def parse_args(argv=None):
                         help="run every case in this process (for the smoke test and "
                              "debugging: memory figures are then not per process)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--note", default=None,
+                        help="a sentence printed at the top of comparison.md (the "
+                             "machine's state, for example)")
+    parser.add_argument("--from-json", type=Path, default=None,
+                        help="run nothing: render comparison.md and the plots again from "
+                             "a saved comparison.json")
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = QUICK_SIZES if args.quick else DEFAULT_SIZES
@@ -287,7 +293,14 @@ def run_comparison(args):
 def main(argv=None):
     args = parse_args(argv)
     args.argv = argv
-    doc = run_comparison(args)
+    if args.from_json is not None:
+        import json
+
+        doc = json.loads(Path(args.from_json).read_text())
+    else:
+        doc = run_comparison(args)
+    if args.note:
+        doc["note"] = args.note
     from ._report import evaluate_targets, write_markdown
 
     doc["targets"] = evaluate_targets(doc)
