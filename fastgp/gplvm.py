@@ -1,11 +1,9 @@
 """GPLVM: the Gaussian-process latent variable model as a scikit-learn
 transformer, with an exact gradient in one N x N buffer."""
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.optimize
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -13,7 +11,6 @@ from sklearn.base import (
     _fit_context,
     clone,
 )
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, Kernel, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.metrics import pairwise_distances_argmin
@@ -28,7 +25,7 @@ from .covariance import make_covariance
 from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from .linalg import NotPositiveDefiniteError
 from .objective import Workspace
-from .optimize import BestPoint
+from .optimize import minimize_theta
 from .predictive import predict_mean_var
 from .rowwise_minimize import minimize_rows
 
@@ -299,43 +296,22 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 + WhiteKernel(0.1 * v, noise_level_bounds=(1e-6 * v, 1e5 * v)))
 
     def _optimize(self, objective, z0):
-        """Minimise the objective from z0; returns (best z, iterations)."""
+        """Minimise the objective from z0 (fastgp.optimize.minimize_theta,
+        shared with the regressor); returns (best z evaluated, iterations)."""
         if self.max_iter == 0:
             return z0, 0
-        tracker = BestPoint(objective)
-        n_iter = [0]
+        n_x = objective.X.size
+        bounds = np.empty((z0.size, 2))
+        bounds[:n_x] = (-np.inf, np.inf)  # latent points are unbounded
+        bounds[n_x:] = self.kernel_.bounds
+        report = self._report if self.verbose else None
+        result = minimize_theta(objective, z0, bounds, self.optimizer, report,
+                                max_iter=self.max_iter, tol=self.tol)
+        return result.theta, result.n_iterations
 
-        def callback(*args, **kwargs):
-            n_iter[0] += 1
-            if self.verbose and tracker.grad is not None:
-                print(f"iter {n_iter[0]:5d}  -log p(Y|X) {tracker.value: .6e}  "
-                      f"|grad| {np.linalg.norm(tracker.grad):.3e}", flush=True)
-
-        options = {"maxiter": int(self.max_iter)}
-        if self.optimizer == "fmin_l_bfgs_b":
-            n_x = objective.X.size
-            bounds = np.empty((z0.size, 2))
-            bounds[:n_x] = (-np.inf, np.inf)
-            bounds[n_x:] = self.kernel_.bounds
-            z0 = np.clip(z0, bounds[:, 0], bounds[:, 1])
-            res = scipy.optimize.minimize(tracker, z0, method="L-BFGS-B", jac=True,
-                                          bounds=bounds, tol=self.tol,
-                                          options=options, callback=callback)
-        else:
-            res = scipy.optimize.minimize(tracker, z0, method="CG", jac=True,
-                                          tol=self.tol, options=options,
-                                          callback=callback)
-        if res.status != 0:
-            warnings.warn(
-                f"{self.optimizer} stopped without converging ({res.message}, "
-                f"{res.nit} iterations): the fit keeps the best point it "
-                "evaluated. Consider a larger max_iter.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-        if tracker.theta is None:
-            return z0, int(res.nit)
-        return tracker.theta, int(res.nit)
+    def _report(self, iteration, value, grad_norm):
+        print(f"iter {iteration:5d}  -log p(Y|X) {value: .6e}  |grad| {grad_norm:.3e}",
+              flush=True)
 
     # ------------------------------------------------------------ transform
     def transform(self, X):
