@@ -1,6 +1,7 @@
 """GPLVM: the Gaussian-process latent variable model as a scikit-learn
 transformer, with an exact gradient in one N x N buffer."""
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -22,8 +23,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._threads import threads_for
 from .covariance import make_covariance
-from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
-from .linalg import NotPositiveDefiniteError
+from .latent_objective import (
+    LatentNegLogMarginalLikelihood,
+    PredictiveNegLogDensity,
+    latent_fit_bytes,
+)
+from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
+from .memory import check_memory
 from .objective import Workspace
 from .optimize import minimize_theta
 from .predictive import predict_mean_var
@@ -120,6 +126,9 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         worked in, kept for transform and inverse_transform.
     alpha_ : ndarray of shape (n_samples, n_features)
         :math:`K^{-1} Y` at the fitted point.
+    jitter_ : float
+        Jitter added to K's diagonal, beyond ``alpha``, to factor it at the
+        fitted point (0 unless K was not numerically positive definite).
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Defined when the data have string feature names.
@@ -219,6 +228,12 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         objective = LatentNegLogMarginalLikelihood(
             self.kernel_, Yc, Q, self.alpha, Workspace(n_samples))
+        # before the N x N workspace exists: say so rather than be killed
+        check_memory(latent_fit_bytes(n_samples, Y.shape[1], Q), n_samples=n_samples,
+                     operation="Fitting GPLVM",
+                     remedies=["fit on a random subset of the rows and place the "
+                               "others with transform",
+                               "use a machine with more memory"])
         z0 = objective.pack(X0, self.kernel_.theta)
         with threads_for(n_samples):
             z, self.n_iter_ = self._optimize(objective, z0)
@@ -229,15 +244,8 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self.kernel_.theta = theta
 
         # the factor at the chosen point, in the workspace the optimiser used
-        try:
-            with threads_for(n_samples):
-                L, A, value = objective.factor(z)
-        except NotPositiveDefiniteError as exc:
-            raise np.linalg.LinAlgError(
-                f"The kernel, {self.kernel_}, is not returning a positive definite "
-                "matrix at the fitted latent points. Add a WhiteKernel to it or "
-                "increase alpha.", str(exc)
-            ) from exc
+        with threads_for(n_samples):
+            L, A, value, self.jitter_ = self._final_factor(objective, z)
         for j in range(1, n_samples):  # zero the strict upper triangle
             L[:j, j] = 0.0
         self.L_ = objective.workspace.release()
@@ -245,6 +253,39 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.log_marginal_likelihood_value_ = -float(value)
         self._Y_fit = Yc
         return self
+
+    def _final_factor(self, objective, z):
+        """(L, A, value, jitter) at the fitted point, with jitter if K is not
+        numerically positive definite there."""
+        try:
+            L, A, value, jitter = objective.factor_with_jitter(z)
+        except NonFiniteMatrixError as exc:
+            raise ValueError(
+                f"The kernel, {self.kernel_}, returns non-finite values (NaN or "
+                "infinity) at the fitted latent points. Check the kernel's "
+                "hyperparameters and their bounds.", str(exc)
+            ) from exc
+        except NotPositiveDefiniteError as exc:
+            raise np.linalg.LinAlgError(
+                f"The kernel, {self.kernel_}, is not returning a positive definite "
+                "matrix at the fitted latent points, even with jitter. Add a "
+                "WhiteKernel to it (the model's noise) or increase alpha.", str(exc)
+            ) from exc
+        if jitter > 0.0:
+            warnings.warn(
+                f"The covariance of the kernel, {self.kernel_}, is not numerically "
+                "positive definite at the fitted latent points, so fastgp added "
+                f"jitter {jitter:.3g} to its diagonal on top of alpha; L_, alpha_ "
+                "and log_marginal_likelihood_value_ include it (jitter_). Add a "
+                "WhiteKernel or increase alpha to avoid it.",
+                JitterWarning,
+                stacklevel=3,
+            )
+        if not (np.isfinite(value) and np.all(np.isfinite(A))):
+            raise ValueError(
+                "The log marginal likelihood is not finite at the fitted point: the "
+                "data overflow float64. Rescale them, or use standardize=True.")
+        return L, A, value, jitter
 
     def fit_transform(self, X, y=None):
         """Fit the model to X and return the latent points.

@@ -50,6 +50,7 @@ from .lowering import lower_kernel
 from .objective import NegLogMarginalLikelihood
 
 __all__ = [
+    "latent_fit_bytes",
     "lower_latent_kernel",
     "latent_blocks",
     "LatentNegLogMarginalLikelihood",
@@ -100,6 +101,16 @@ def lower_latent_kernel(kernel, n_components):
         )
     has_non_stationary = any(c in _latent.NON_STATIONARY_LEAVES for c in leaves)
     return program, has_non_stationary
+
+
+def latent_fit_bytes(n_samples, n_features, n_components):
+    """Peak extra bytes of a GPLVM fit: the N x N workspace, the per-block
+    N x Q partial sums of the latent pass, O(N (D + Q)) vectors (the data's
+    copies, A, the SVD of the PCA start, the optimiser's vectors and L-BFGS's
+    ten correction pairs over N Q + P unknowns), and 1 MiB of fixed cost."""
+    n, d, q = int(n_samples), int(n_features), int(n_components)
+    n_blocks = latent_blocks(n, q).size - 1
+    return 2**20 + 8 * (n * n + n_blocks * n * q + n * (6 * d + 30 * q + 4))
 
 
 def latent_blocks(n, n_dims):
@@ -200,6 +211,15 @@ class LatentNegLogMarginalLikelihood:
         X, theta = self.unpack(z)
         self.X[...] = X
         return self.nlml.factor(theta)
+
+    def factor_with_jitter(self, z):
+        """:meth:`factor` for the model that is kept, with jitter added where
+        K is not numerically positive definite
+        (NegLogMarginalLikelihood.factor_with_jitter): returns
+        (L, A, value, jitter)."""
+        X, theta = self.unpack(z)
+        self.X[...] = X
+        return self.nlml.factor_with_jitter(theta)
 
     def value(self, z):
         """L(z) alone (no dpotri, no gradient pass); inf if K is not PD."""

@@ -299,3 +299,29 @@ def test_digits_embedding_separates_classes_better_than_pca():
     X_test = gplvm.transform(Y_test)
     nearest = pairwise_distances(X_test, gplvm.embedding_).argmin(axis=1)
     assert np.mean(labels[nearest] != labels_test) < pca_error
+
+
+def test_fit_checks_memory_before_allocating(monkeypatch):
+    import fastgp.memory as memory
+    from fastgp.latent_objective import latent_fit_bytes
+
+    _, Y = _curve()
+    needed = latent_fit_bytes(40, 4, 2)
+    assert needed > 8 * 40 * 40
+    monkeypatch.setattr(memory, "available_memory",
+                        lambda *a, **k: memory.MemoryReading(needed // 2, "test"))
+    with pytest.raises(memory.InsufficientMemoryError, match="Fitting GPLVM"):
+        GPLVM(max_iter=1).fit(Y)
+
+
+def test_jitter_when_the_fitted_covariance_is_singular():
+    from fastgp.linalg import JitterWarning
+
+    # no noise and duplicated rows: K is singular at the (PCA) start, kept by max_iter=0
+    _, Y = _curve(n_samples=10)
+    Y = np.vstack([Y, Y[:3]])
+    gplvm = GPLVM(kernel=RBF([1.0, 1.0]), alpha=0.0, max_iter=0)
+    with pytest.warns(JitterWarning):
+        gplvm.fit(Y)
+    assert gplvm.jitter_ > 0.0
+    assert np.isfinite(gplvm.log_marginal_likelihood_value_)
