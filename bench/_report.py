@@ -224,6 +224,8 @@ def _largest_section(doc):
         n = r.get("n_verified", r.get("n_estimated"))
         how = ("ran there" if r["status"] == "verified"
                else f"estimated from the free {r['available_gb']:.1f} GB")
+        if r.get("capped"):
+            how += " (capped by --largest-n-cap: a lower bound)"
         lines.append(f"| {_label(r['library'])} | {n:,} | {how} | "
                      f"{r['multiple_of_8n2']:.2f} at {r['from_n']:,} | "
                      f"{_s(r.get('first_call_s'))} | {_s(r.get('peak_mb'))} |")

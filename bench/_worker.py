@@ -77,9 +77,28 @@ def run_case(spec):
             fit["reference_nlml"] = fit["final_nlml"]
     else:
         raise ValueError(f"unknown kind {kind!r}")
+    result["threads"] = _threads()
     if spec.get("with_env"):
         result["environment"] = environment()
     return result
+
+
+def _threads():
+    """Thread pools loaded in this process (BLAS, OpenMP: threadpoolctl) and
+    the thread counts of Numba and, where loaded, torch."""
+    out = {}
+    try:
+        from threadpoolctl import threadpool_info
+
+        out["pools"] = [{k: info.get(k) for k in ("internal_api", "num_threads", "version")}
+                        for info in threadpool_info()]
+    except ImportError:  # pragma: no cover
+        pass
+    if "numba" in sys.modules:
+        out["numba"] = sys.modules["numba"].get_num_threads()
+    if "torch" in sys.modules:
+        out["torch"] = sys.modules["torch"].get_num_threads()
+    return out
 
 
 def main(argv=None):

@@ -90,6 +90,8 @@ def parse_args(argv=None):
                              "8 N^2, and with 'verify' run it there (long: one fastgp "
                              "loss+gradient at N = 45,000 is about three dpotrf's)")
     parser.add_argument("--largest-n-timeout", type=float, default=7200.0)
+    parser.add_argument("--largest-n-cap", type=int, default=None,
+                        help="never try an N above this in the largest-N search")
     parser.add_argument("--timeout", type=float, default=3600.0,
                         help="seconds per case before it is stopped")
     parser.add_argument("--out-dir", type=Path, default=REPO_ROOT / "docs",
@@ -236,7 +238,10 @@ def largest_n(args, results):
         available = available_memory_bytes() or 0
         usable = ESTIMATE_SHARE * available - ref["memory"]["baseline_mb"] * MB
         n_est = int(math.sqrt(max(usable, 0) / (8.0 * multiple)) // 100 * 100)
+        if args.largest_n_cap:
+            n_est = min(n_est, args.largest_n_cap)
         row = dict(library=peer, status="estimated", n_estimated=n_est,
+                   capped=bool(args.largest_n_cap and n_est == args.largest_n_cap),
                    from_n=ref["n"], multiple_of_8n2=multiple,
                    available_gb=available / 2**30)
         if args.largest_n == "verify" and n_est > ref["n"]:
