@@ -1,0 +1,284 @@
+"""Concurrency, global state, persistence and determinism (issue 6).
+
+- Two estimators fitted at the same time in two threads give the same bits
+  as fitted one after the other (fastgp._numba.PARALLEL_LOCK serialises the
+  Numba parallel regions, whose workqueue layer is not thread-safe).
+- The Numba thread count a user set is the same after fit returns or raises.
+- Importing fastgp changes no global state and compiles nothing.
+- Fitted estimators survive pickle and joblib round trips, in this process
+  and in a fresh one, and predict the same bits afterwards.
+- The same random_state gives bitwise-identical hyperparameters, embeddings
+  and predictions across runs and across 1 and 2 Numba threads.
+"""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import joblib
+import numba
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from fastgp import GPLVM, GaussianProcessRegressor
+
+#: 1 and 2 where the machine allows (NUMBA_NUM_THREADS caps set_num_threads).
+THREAD_COUNTS = sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)})
+
+
+def _kernel():
+    return C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1)
+
+
+def _problem(seed, n=160):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 2))
+    return X, np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.standard_normal(n)
+
+
+def _fit(seed, **params):
+    X, y = _problem(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return GaussianProcessRegressor(_kernel(), random_state=0, **params).fit(X, y)
+
+
+def _fingerprint(gpr):
+    """Everything a fitted regressor computes, as arrays to compare bitwise."""
+    Xq = np.linspace(-3, 3, 14).reshape(7, 2)
+    mean, std = gpr.predict(Xq, return_std=True)
+    _, cov = gpr.predict(Xq, return_cov=True)
+    return {"theta": gpr.kernel_.theta, "alpha": gpr.alpha_, "L": gpr.L_,
+            "lml": np.array(gpr.log_marginal_likelihood_value_), "mean": mean,
+            "std": std, "cov": cov, "sample": gpr.sample_y(Xq, 2, random_state=3)}
+
+
+def _assert_same_bits(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+@pytest.fixture
+def numba_threads():
+    """Set the Numba thread count for a test; restore the user's afterwards."""
+    original = numba.get_num_threads()
+    yield numba.set_num_threads
+    numba.set_num_threads(original)
+
+
+# ----------------------------------------------------------- concurrency
+def test_state_two_threads_give_the_sequential_results():
+    sequential = [_fingerprint(_fit(seed)) for seed in (1, 2)]
+    for _ in range(3):
+        barrier = threading.Barrier(2)
+        results, errors = [None, None], []
+
+        def work(i, seed):
+            try:
+                barrier.wait()
+                results[i] = _fingerprint(_fit(seed))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(i, seed))
+                   for i, seed in enumerate((1, 2))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        for got, expected in zip(results, sequential):
+            _assert_same_bits(got, expected)
+
+
+def test_state_parallel_lock_is_held_around_every_parallel_region(monkeypatch):
+    # every parallel kernel runs under PARALLEL_LOCK: record whether it is held
+    import fastgp._covariance as jitted
+    from fastgp._numba import PARALLEL_LOCK
+
+    held, names = [], ["fill_cov_lower", "grad_trace_lower", "fill_cross_cov"]
+    for name in names:
+        original = getattr(jitted, name)
+
+        def spy(*args, _original=original, _name=name):
+            held.append((_name, PARALLEL_LOCK._is_owned()))
+            return _original(*args)
+
+        monkeypatch.setattr(jitted, name, spy)
+    gpr = _fit(1)
+    gpr.predict(np.zeros((3, 2)), return_std=True)
+    assert {name for name, _ in held} == set(names)
+    assert all(is_held for _, is_held in held)
+
+
+# ------------------------------------------------------- Numba thread count
+def test_state_numba_thread_count_survives_fit_that_returns_or_raises(numba_threads):
+    X, y = _problem(1, n=40)
+    for count in THREAD_COUNTS:
+        numba_threads(count)
+        GaussianProcessRegressor(_kernel()).fit(X, y)
+        assert numba.get_num_threads() == count
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            with pytest.raises(ValueError, match="overflow"):  # after Numba ran
+                GaussianProcessRegressor(_kernel()).fit(X, y * 1e300)
+        assert numba.get_num_threads() == count
+        GPLVM(n_components=1, max_iter=3, random_state=0).fit(np.column_stack([y, X]))
+        assert numba.get_num_threads() == count
+
+
+def test_state_numba_thread_count_in_a_worker_thread_is_kept():
+    X, y = _problem(1, n=40)
+    seen = []
+
+    def work():
+        numba.set_num_threads(1)
+        GaussianProcessRegressor(_kernel()).fit(X, y)
+        seen.append(numba.get_num_threads())
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    assert seen == [1]
+
+
+# ---------------------------------------------------------- import state
+_IMPORT_PROBE = textwrap.dedent("""
+    import json, logging, os, signal, sys, warnings
+    import numpy as np, numba, scipy, sklearn, sklearn.gaussian_process
+
+    def state():
+        return {
+            "warnings": [repr(f) for f in warnings.filters],
+            "np_err": np.geterr(),
+            "np_print": repr(np.get_printoptions()),
+            "numba_threads_config": numba.config.NUMBA_NUM_THREADS,
+            "numba_layer": numba.config.THREADING_LAYER,
+            "numba_parallel_launched": bool(numba.np.ufunc.parallel._is_initialized),
+            "environ": sorted(os.environ.items()),
+            "sigint": repr(signal.getsignal(signal.SIGINT)),
+            "recursion": sys.getrecursionlimit(),
+            "logging": (logging.getLogger().level, len(logging.getLogger().handlers)),
+            "sklearn_config": repr(sorted(sklearn.get_config().items())),
+            "cwd": os.getcwd(),
+        }
+
+    HEAVY = ("matplotlib", "pandas", "psutil", "hypothesis", "pytest", "torch", "joblib")
+    already = {m for m in HEAVY if m in sys.modules}
+    before = state()
+    import fastgp
+    after = state()
+    import fastgp._covariance, fastgp._tiles, fastgp._latent
+    compiled = [
+        f"{module.__name__}.{name}"
+        for module in (fastgp._covariance, fastgp._tiles, fastgp._latent)
+        for name, obj in vars(module).items()
+        if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.signatures
+    ]
+    heavy = [m for m in HEAVY if m in sys.modules and m not in already]
+    print(json.dumps({"before": before, "after": after, "compiled": compiled,
+                      "heavy": heavy}))
+""")
+
+
+def test_state_importing_fastgp_changes_no_global_state_and_compiles_nothing():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE], capture_output=True,
+                         text=True, env=env, timeout=300, check=True)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    before, after = report["before"], report["after"]
+    for key in before:
+        assert after[key] == before[key], key
+    assert not after["numba_parallel_launched"]  # no threading layer started
+    assert report["compiled"] == []
+    assert report["heavy"] == []
+
+
+# ------------------------------------------------------------ persistence
+def test_state_pickle_and_joblib_round_trips_predict_the_same_bits(tmp_path):
+    gpr = _fit(1)
+    expected = _fingerprint(gpr)
+    _assert_same_bits(_fingerprint(pickle.loads(pickle.dumps(gpr))), expected)
+    joblib.dump(gpr, tmp_path / "gpr.joblib")
+    _assert_same_bits(_fingerprint(joblib.load(tmp_path / "gpr.joblib")), expected)
+    # an unfitted estimator too, and it fits the same afterwards
+    fresh = pickle.loads(pickle.dumps(GaussianProcessRegressor(_kernel(), random_state=0)))
+    X, y = _problem(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        _assert_same_bits(_fingerprint(fresh.fit(X, y)), expected)
+
+
+def test_state_pickle_loads_and_predicts_in_a_fresh_process(tmp_path):
+    gpr = _fit(2)
+    Xq = np.linspace(-3, 3, 14).reshape(7, 2)
+    mean, std = gpr.predict(Xq, return_std=True)
+    joblib.dump(gpr, tmp_path / "gpr.joblib")
+    np.save(tmp_path / "Xq.npy", Xq)
+    script = textwrap.dedent(f"""
+        import joblib, numpy as np
+        gpr = joblib.load({str(tmp_path / "gpr.joblib")!r})
+        mean, std = gpr.predict(np.load({str(tmp_path / "Xq.npy")!r}), return_std=True)
+        np.save({str(tmp_path / "out.npy")!r}, np.column_stack([mean, std]))
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+    out = np.load(tmp_path / "out.npy")
+    np.testing.assert_array_equal(out[:, 0], mean)
+    np.testing.assert_array_equal(out[:, 1], std)
+
+
+def test_state_gplvm_round_trips_transform_the_same_bits(tmp_path):
+    Y = _latent_data()
+    model = GPLVM(n_components=2, max_iter=15, random_state=0).fit(Y)
+    for loaded in (pickle.loads(pickle.dumps(model)),
+                   joblib.load(joblib.dump(model, tmp_path / "m.joblib")[0])):
+        np.testing.assert_array_equal(loaded.embedding_, model.embedding_)
+        np.testing.assert_array_equal(loaded.inverse_transform(model.embedding_[:5]),
+                                      model.inverse_transform(model.embedding_[:5]))
+        np.testing.assert_array_equal(loaded.transform(Y[:3] + 0.01),
+                                      model.transform(Y[:3] + 0.01))
+
+
+# ------------------------------------------------------------ determinism
+def test_state_same_random_state_gives_the_same_bits_across_runs():
+    _assert_same_bits(_fingerprint(_fit(1, n_restarts_optimizer=2)),
+                      _fingerprint(_fit(1, n_restarts_optimizer=2)))
+
+
+def test_state_results_do_not_depend_on_the_numba_thread_count(numba_threads):
+    results = []
+    for count in THREAD_COUNTS:
+        numba_threads(count)
+        results.append(_fingerprint(_fit(1, n_restarts_optimizer=1)))
+    for other in results[1:]:
+        _assert_same_bits(other, results[0])
+
+
+def _latent_data(n=40):
+    rng = np.random.default_rng(5)
+    t = rng.uniform(0, 3, n)
+    return np.column_stack([np.sin(t), np.cos(t), t, t**2 / 3]) + 0.05 * rng.standard_normal((n, 4))
+
+
+def test_state_gplvm_embedding_is_bitwise_reproducible_across_runs_and_threads(numba_threads):
+    Y = _latent_data()
+    embeddings = []
+    for count in THREAD_COUNTS + THREAD_COUNTS:
+        numba_threads(count)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = GPLVM(n_components=2, init="random", max_iter=25, random_state=7).fit(Y)
+        embeddings.append((model.embedding_, model.kernel_.theta,
+                           model.inverse_transform(model.embedding_[:4])))
+    for other in embeddings[1:]:
+        for a, b in zip(other, embeddings[0]):
+            np.testing.assert_array_equal(a, b)
