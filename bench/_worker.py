@@ -48,6 +48,7 @@ def run_case(spec):
             start = time.perf_counter()
             value, grad = adapter.loss_grad(z0)
             result["first_call_s"] = time.perf_counter() - start
+        n = result["n"] = problem.n
         result["memory"] = mem.as_dict(n)
         grad = np.asarray(grad, dtype=np.float64)
         result["value"] = float(value)
@@ -66,6 +67,7 @@ def run_case(spec):
             problem = make_problem(problem_name, n, spec.get("seed", 0))
             adapter.prepare(problem)
             fit = adapter.fit(spec.get("max_iter"))
+        n = result["n"] = problem.n
         result["memory"] = mem.as_dict(n)
         result["fit"] = fit
         if library != "fastgp" and not problem.latent:
