@@ -84,6 +84,9 @@ def parse_args(argv=None):
     parser.add_argument("--fit-n", type=int, default=None,
                         help="N of the full-fit comparison (default 2000, quick 1000; "
                              "0: no fits)")
+    parser.add_argument("--fit-max-iter", type=int, default=None,
+                        help="cap the fits' L-BFGS-B iterations (default: SciPy's, as "
+                             "scikit-learn; the per-case --timeout still applies)")
     parser.add_argument("--largest-n", choices=["estimate", "verify"], default=None,
                         help="estimate the largest N at which one loss+gradient fits in "
                              "the free memory (1-D problem) from the measured memory per "
@@ -171,7 +174,7 @@ def plan_cases(args):
                 kinds.append(("fit", args.fit_n))
             for kind, n in kinds:
                 spec = dict(library=library, problem=problem, n=n, kind=kind,
-                            seed=args.seed,
+                            seed=args.seed, max_iter=args.fit_max_iter,
                             repeats=repeats_for(n, peer, args.repeats) if kind == "loss_grad" else 0,
                             with_floor=(peer == "fastgp" and kind == "loss_grad"),
                             estimate_mb=adapter.estimate_bytes(problem, n, d, p) / MB)
