@@ -344,7 +344,8 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         n_x = objective.X.size
         bounds = np.empty((z0.size, 2))
         bounds[:n_x] = (-np.inf, np.inf)  # latent points are unbounded
-        bounds[n_x:] = self.kernel_.bounds
+        if self.kernel_.n_dims > 0:  # an all-fixed kernel's bounds are shape (0,)
+            bounds[n_x:] = self.kernel_.bounds
         report = self._report if self.verbose else None
         result = minimize_theta(objective, z0, bounds, self.optimizer, report,
                                 max_iter=self.max_iter, tol=self.tol)

@@ -338,7 +338,7 @@ class PredictiveNegLogDensity:
         # df/dx* = sum_i dk(x_i, x*)/dx* Omega_i + coef dk(x*, x*)/dx*, with
         # Omega_i = -(A_i . r)/s2 - 2 coef (K^-1 k*)_i, coef = df/ds2.
         coef = 0.5 * D / s2 - 0.5 * rr / (s2 * s2)
-        Omega = np.asfortranarray(self.A @ resid.T)
+        Omega = (resid @ self.A.T).T  # (n, m), F-contiguous without a copy
         Omega *= -1.0 / s2
         Omega -= 2.0 * coef * U
         grads = np.empty((m, self.n_components))

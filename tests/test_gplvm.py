@@ -325,3 +325,22 @@ def test_jitter_when_the_fitted_covariance_is_singular():
         gplvm.fit(Y)
     assert gplvm.jitter_ > 0.0
     assert np.isfinite(gplvm.log_marginal_likelihood_value_)
+
+
+def test_fixed_kernel_moves_only_the_latent_points():
+    _, Y = _curve()
+    kernel = C(1.0, "fixed") * RBF([1.0, 1.0], "fixed") + WhiteKernel(0.01, "fixed")
+    start = GPLVM(kernel=kernel, max_iter=0, random_state=0).fit(Y)
+    gplvm = GPLVM(kernel=kernel, max_iter=30, random_state=0).fit(Y)
+    assert gplvm.kernel_.get_params() == kernel.get_params()
+    assert gplvm.log_marginal_likelihood_value_ > start.log_marginal_likelihood_value_
+
+
+def test_pandas_output():
+    pd = pytest.importorskip("pandas")
+    _, Y = _curve()
+    gplvm = GPLVM(max_iter=5, random_state=0).set_output(transform="pandas")
+    out = gplvm.fit_transform(Y)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["gplvm0", "gplvm1"]
+    assert list(gplvm.transform(Y[:3]).columns) == ["gplvm0", "gplvm1"]
