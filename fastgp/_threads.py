@@ -13,6 +13,7 @@ process-wide for the duration of the block, so it is only taken for small
 problems, where the block is short.
 """
 
+import threading
 from contextlib import contextmanager, nullcontext
 
 import numba
@@ -23,14 +24,44 @@ __all__ = ["SERIAL_BELOW", "threads_for"]
 #: Problems with fewer samples than this run on one thread.
 SERIAL_BELOW = 256
 
+# The BLAS limit is process-wide, so concurrent serial blocks share one
+# limiter: the first to enter takes it, the last to leave restores the user's
+# setting. Nested ``threadpool_limits`` blocks entered from two threads would
+# each save what they found and restore it in the order they end, leaving
+# BLAS on one thread for good when the block that started second ends last
+# (issue 6: a fit changes no global state).
+_BLAS_LOCK = threading.Lock()
+_blas_users = 0
+_blas_limiter = None
+
+
+def _acquire_serial_blas():
+    global _blas_users, _blas_limiter
+    with _BLAS_LOCK:
+        if _blas_users == 0:
+            _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+        _blas_users += 1
+
+
+def _release_serial_blas():
+    global _blas_users, _blas_limiter
+    with _BLAS_LOCK:
+        _blas_users -= 1
+        if _blas_users == 0:
+            _blas_limiter.restore_original_limits()
+            _blas_limiter = None
+
 
 @contextmanager
 def _serial():
     before = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
-        with threadpool_limits(limits=1, user_api="blas"):
+        _acquire_serial_blas()
+        try:
             yield
+        finally:
+            _release_serial_blas()
     finally:
         numba.set_num_threads(before)
 

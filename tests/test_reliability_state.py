@@ -100,6 +100,54 @@ def test_state_two_threads_give_the_sequential_results():
             _assert_same_bits(got, expected)
 
 
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return sorted({pool["num_threads"] for pool in threadpool_info()
+                   if pool["user_api"] == "blas"})
+
+
+def _in_two_threads(jobs):
+    """Run two callables at the same moment; their results, in order."""
+    barrier = threading.Barrier(len(jobs))
+    results, errors = [None] * len(jobs), []
+
+    def work(i):
+        try:
+            barrier.wait()
+            results[i] = jobs[i]()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    return results
+
+
+def test_state_two_gplvm_fits_in_threads_match_and_leave_blas_as_it_was():
+    # small GPLVM fits run serial (fastgp._threads); the BLAS limit is
+    # process-wide, and two overlapping blocks once left it at 1 for good
+    Y = _latent_data()
+    blas_before = _blas_threads()
+
+    def fit(max_iter):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = GPLVM(n_components=2, max_iter=max_iter, random_state=0).fit(Y)
+        return model.embedding_
+
+    sequential = [fit(8), fit(15)]
+    for _ in range(4):
+        results = _in_two_threads([lambda: fit(8), lambda: fit(15)])
+        for got, expected in zip(results, sequential):
+            np.testing.assert_array_equal(got, expected)
+        assert _blas_threads() == blas_before
+
+
 def test_state_parallel_lock_is_held_around_every_parallel_region(monkeypatch):
     # every parallel kernel runs under PARALLEL_LOCK: record whether it is held
     import fastgp._covariance as jitted
