@@ -41,7 +41,7 @@ def _small_fit(n=20, n_targets=None):
     return GaussianProcessRegressor(_kernel(), optimizer=None).fit(X, y), X
 
 
-def _assert_fast_and_allocation_free(call, match):
+def _assert_fast_and_allocation_free(call, match, max_seconds=0.5, max_bytes=64 * 2**20):
     tracemalloc.start()
     start = time.perf_counter()
     try:
@@ -51,9 +51,9 @@ def _assert_fast_and_allocation_free(call, match):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert elapsed < 0.5, f"took {elapsed:.2f} s to refuse"
+    assert elapsed < max_seconds, f"took {elapsed:.2f} s to refuse"
     # the inputs themselves are a few MB; the refused buffer would be >= 320 GB
-    assert peak < 64 * 2**20, f"allocated {peak / 2**20:.0f} MB before refusing"
+    assert peak < max_bytes, f"allocated {peak / 2**20:.0f} MB before refusing"
     return info.value
 
 
@@ -93,6 +93,19 @@ def test_memory_predict_cov_and_sample_y_on_huge_m_fail_fast():
     prior = GaussianProcessRegressor(_kernel())
     _assert_fast_and_allocation_free(lambda: prior.predict(Xq, return_cov=True),
                                      "return_cov")
+
+
+def test_memory_gplvm_fit_of_huge_n_fails_fast():
+    from fastgp import GPLVM
+
+    n = _huge_n()
+    Y = np.random.default_rng(0).standard_normal((n, 3))
+    # the GPLVM builds its PCA start and O(N) per-block gradient partials
+    # (about 200 MB at this N) before it checks: still nothing N x N
+    error = _assert_fast_and_allocation_free(
+        lambda: GPLVM(n_components=2, random_state=0).fit(Y), "GPLVM",
+        max_seconds=1.0, max_bytes=2**30)
+    assert error.needed >= 8 * n * n and f"N = {n:,}" in str(error)
 
 
 def test_memory_predict_std_on_many_points_is_not_refused(monkeypatch):
