@@ -159,8 +159,8 @@ def _warn_trouble(optimizer, tracker, n_iterations, message, status, interrupted
                 f"and its gradient are finite ({tracker.n_calls} evaluated, starting "
                 "point included; the kernel matrix may not be positive definite there, "
                 "or the gradient overflows): the initial hyperparameters are kept. "
-                "Consider another starting point, tighter bounds, a larger alpha or "
-                "noise level, or rescaling the data (normalize_y=True).")
+                "Consider another starting point, tighter bounds, a larger noise "
+                "level (alpha, or a WhiteKernel's lower bound), or rescaling the data.")
     elif interrupted:
         text = (f"{name} was interrupted (KeyboardInterrupt) after {n_iterations} "
                 f"iterations and {tracker.n_calls} evaluations: the fit keeps the best "
@@ -169,8 +169,8 @@ def _warn_trouble(optimizer, tracker, n_iterations, message, status, interrupted
     elif status != 0:
         text = (f"{name} stopped without converging ({message}; {n_iterations} "
                 "iterations): the fit keeps the best point it evaluated. Consider more "
-                "iterations, a larger alpha or noise level, or rescaling the data "
-                "(normalize_y=True).")
+                "iterations, a larger noise level (alpha, or a WhiteKernel's lower "
+                "bound), or rescaling the data.")
     else:
         return
     warnings.warn(text, ConvergenceWarning, stacklevel=4)
