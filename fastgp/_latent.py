@@ -63,12 +63,13 @@ def _scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, R):
     (m == 1: one length scale for all k)."""
     d = X1.shape[1]
     for t in range(n):
-        s = 0.0
-        for k in range(d):
-            lk = params[pstart] if m == 1 else params[pstart + k]
-            diff = (X1[i0 + t, k] - X2[j, k]) / lk
-            s += diff * diff
-        R[t] = s
+        R[t] = 0.0
+    for k in range(d):  # dimension-outer: the inner loop over t vectorises
+        inv = 1.0 / (params[pstart] if m == 1 else params[pstart + k])
+        x2 = X2[j, k]
+        for t in range(n):
+            diff = (X1[i0 + t, k] - x2) * inv
+            R[t] += diff * diff
 
 
 @jit
