@@ -148,24 +148,50 @@ def test_state_two_gplvm_fits_in_threads_match_and_leave_blas_as_it_was():
         assert _blas_threads() == blas_before
 
 
+def _parallel_dispatchers():
+    """(module, name) of every ``parallel=True`` Numba dispatcher that fastgp
+    defines, found by walking the package (so a new one cannot be missed)."""
+    import importlib
+    import pkgutil
+
+    import fastgp
+
+    found = []
+    for info in pkgutil.iter_modules(fastgp.__path__):
+        if info.name in ("__main__", "cli"):  # importing __main__ runs the CLI
+            continue
+        module = importlib.import_module(f"fastgp.{info.name}")
+        for name, obj in vars(module).items():
+            if (isinstance(obj, numba.core.registry.CPUDispatcher)
+                    and obj.__module__ == module.__name__
+                    and obj.targetoptions.get("parallel")):
+                found.append((module, name))
+    return found
+
+
 def test_state_parallel_lock_is_held_around_every_parallel_region(monkeypatch):
     # every parallel kernel runs under PARALLEL_LOCK: record whether it is held
-    import fastgp._covariance as jitted
     from fastgp._numba import PARALLEL_LOCK
 
-    held, names = [], ["fill_cov_lower", "grad_trace_lower", "fill_cross_cov"]
-    for name in names:
-        original = getattr(jitted, name)
-
-        def spy(*args, _original=original, _name=name):
+    dispatchers = _parallel_dispatchers()
+    assert len(dispatchers) >= 4
+    held = []
+    for module, name in dispatchers:
+        def spy(*args, _original=getattr(module, name), _name=name):
             held.append((_name, PARALLEL_LOCK._is_owned()))
             return _original(*args)
 
-        monkeypatch.setattr(jitted, name, spy)
+        monkeypatch.setattr(module, name, spy)
     gpr = _fit(1)
     gpr.predict(np.zeros((3, 2)), return_std=True)
-    assert {name for name, _ in held} == set(names)
-    assert all(is_held for _, is_held in held)
+    Y = _latent_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = GPLVM(n_components=2, max_iter=5, random_state=0).fit(Y)
+    model.transform(Y[:3] + 0.05)
+    called = {name for name, _ in held}
+    assert called == {name for _, name in dispatchers}, "a parallel pass was not exercised"
+    assert all(is_held for _, is_held in held), [name for name, ok in held if not ok]
 
 
 # ------------------------------------------------------- Numba thread count
