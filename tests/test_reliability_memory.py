@@ -306,3 +306,16 @@ def test_memory_format_bytes():
     assert memory.format_bytes(999) == "999 bytes"
     assert memory.format_bytes(320e9) == "320.0 GB"
     assert memory.format_bytes(1.5e6) == "1.5 MB"
+
+
+def test_memory_platform_fallbacks_where_there_is_no_proc_meminfo(tmp_path, monkeypatch):
+    missing = str(tmp_path / "no-meminfo")
+    no_proc = str(tmp_path / "no-proc")
+    reading = memory.available_memory(missing, no_proc)
+    assert reading is not None and reading.available > 0
+    assert "psutil" in reading.source or "sysconf" in reading.source
+    # without psutil: the free physical pages from sysconf (POSIX)
+    monkeypatch.setitem(__import__("sys").modules, "psutil", None)
+    reading = memory.available_memory(missing, no_proc)
+    assert reading is not None and "sysconf" in reading.source
+    assert 0 < reading.available
