@@ -251,16 +251,21 @@ _IMPORT_PROBE = textwrap.dedent("""
     before = state()
     import fastgp
     after = state()
-    import fastgp._covariance, fastgp._tiles, fastgp._latent
+    import importlib, pkgutil
+    modules = [importlib.import_module("fastgp." + info.name)
+               for info in pkgutil.iter_modules(fastgp.__path__)
+               if info.name not in ("__main__", "cli")]  # __main__ runs the CLI
     compiled = [
         f"{module.__name__}.{name}"
-        for module in (fastgp._covariance, fastgp._tiles, fastgp._latent)
+        for module in modules
         for name, obj in vars(module).items()
         if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.signatures
     ]
+    n_dispatchers = sum(isinstance(obj, numba.core.registry.CPUDispatcher)
+                        for module in modules for obj in vars(module).values())
     heavy = [m for m in HEAVY if m in sys.modules and m not in already]
     print(json.dumps({"before": before, "after": after, "compiled": compiled,
-                      "heavy": heavy}))
+                      "heavy": heavy, "n_dispatchers": n_dispatchers}))
 """)
 
 
@@ -273,6 +278,7 @@ def test_state_importing_fastgp_changes_no_global_state_and_compiles_nothing():
     for key in before:
         assert after[key] == before[key], key
     assert not after["numba_parallel_launched"]  # no threading layer started
+    assert report["n_dispatchers"] > 10  # the probe did look at the jitted code
     assert report["compiled"] == []
     assert report["heavy"] == []
 
