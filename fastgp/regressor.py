@@ -15,6 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _num_samples, validate_data
 
+from ._threads import threads_for
 from .covariance import make_covariance
 from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
 from .memory import (
@@ -63,8 +64,9 @@ class GaussianProcessRegressor(_SklearnGPR):
     and finally holds the Cholesky factor kept for prediction (``L_``).
 
     Kernels built from ConstantKernel, WhiteKernel, RBF, Matern (nu in 0.5,
-    1.5, 2.5, inf) and RationalQuadratic with ``+``, ``*`` and ``**`` run on
-    the fast path; any other kernel object works through its own ``__call__``
+    1.5, 2.5, inf), RationalQuadratic, ExpSineSquared, DotProduct and
+    :mod:`fastgp.kernels`' per-dimension RationalQuadratic and ExpSineSquared,
+    with ``+``, ``*`` and ``**``, run on the fast path; any other kernel object works through its own ``__call__``
     at scikit-learn's memory cost, with a :class:`~fastgp.covariance.SlowKernelWarning`.
 
     Parameters
@@ -251,12 +253,13 @@ class GaussianProcessRegressor(_SklearnGPR):
         objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
                                              Workspace(n_samples))
         n_iter = 0
-        if self.optimizer is not None and kernel.n_dims > 0:
-            n_iter = self._optimize(kernel, objective, rng)
+        with threads_for(n_samples):
+            if self.optimizer is not None and kernel.n_dims > 0:
+                n_iter = self._optimize(kernel, objective, rng)
 
-        # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
-        # in the workspace the optimiser used; that buffer becomes L_.
-        L, A, value, jitter = self._final_factor(kernel, objective, y_train)
+            # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
+            # in the workspace the optimiser used; that buffer becomes L_.
+            L, A, value, jitter = self._final_factor(kernel, objective, y_train)
         _zero_strict_upper(L)
 
         # Assigned only now, so that a fit that raises leaves a previously
@@ -390,13 +393,15 @@ class GaussianProcessRegressor(_SklearnGPR):
         A = self.alpha_.reshape(len(self.alpha_), -1)
         if return_cov:
             self._check_predict_memory(X, n_train=len(self.alpha_))
-            mean, cov = predict_mean_cov(covariance, theta, self.L_, A, X)
+            with threads_for(len(A)):
+                mean, cov = predict_mean_cov(covariance, theta, self.L_, A, X)
             y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             if y_cov.shape[2] == 1:
                 y_cov = np.squeeze(y_cov, axis=2)
             return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
-        mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
-                                     self.kernel_.diag, want_var=return_std)
+        with threads_for(len(A)):
+            mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
+                                         self.kernel_.diag, want_var=return_std)
         if not return_std:
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
@@ -524,7 +529,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         objective = NegLogMarginalLikelihood(covariance, self.y_train_,
                                              self._diag_add(len(self.y_train_)),
                                              Workspace(len(self.y_train_)))
-        if eval_gradient:
-            value, grad = objective(theta)
-            return -value, -grad
-        return -objective.value(theta)
+        with threads_for(n_samples):
+            if eval_gradient:
+                value, grad = objective(theta)
+                return -value, -grad
+            return -objective.value(theta)
