@@ -56,6 +56,10 @@ NON_STATIONARY_LEAVES = (op.DOT,)
 _SQRT3 = math.sqrt(3.0)
 _SQRT5 = math.sqrt(5.0)
 
+#: Columns of the latent pass that share each row tile's reads of A (A A^T is
+#: formed panel by panel, so A is read N / PANEL times instead of N times).
+PANEL = 16
+
 
 @jit
 def _scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, R):
@@ -312,12 +316,12 @@ def allocate_dx_scratch(stack_depth, n_dims):
 
 @parallel_jit
 def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
-                      n_theta, want_theta, want_d2, Kinv, A, bounds,
+                      n_theta, want_theta, want_d2, Kinv, A_T, bounds,
                       theta_partial_out, x_partial_out):
     """The GPLVM's fused gradient pass (module docstring; Lawrence 2005).
 
     For each lower-triangle entry (i, j) of block b, with
-    w_ij = c_ij W_ij, W = T K^-1 - A A^T (T = A.shape[1]), c_ij = 2 off the
+    w_ij = c_ij W_ij, W = T K^-1 - A A^T (T = A_T.shape[0]), c_ij = 2 off the
     diagonal and 1 on it, accumulate
 
         theta_partial_out[b, p] += w_ij dK_ij/dtheta_p      (if want_theta)
@@ -327,13 +331,17 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     so that dL/dtheta = 0.5 sum_b theta_partial_out[b] (Rasmussen & Williams
     2006, eq. 5.9) and dL/dX = 0.5 sum_b x_partial_out[b]. W, dK/dtheta and
     dK/dX are never stored: each tile's kernel derivatives are recomputed from
-    X (eval_tile for theta, eval_tile_dx for X) and reduced at once.
+    X (eval_tile for theta, eval_tile_dx for X) and reduced at once. Columns
+    are taken PANEL at a time so that A A^T's entries for a tile of rows are
+    formed with one read of those rows of A (per-thread scratch PANEL x TILE).
 
     X        (n, Q) float64 C-contiguous: latent points
     ops ...  the KernelProgram arrays; params (n_params,) natural scale
     want_d2  True if the program has a non-stationary leaf (else d2 = -d1)
-    Kinv     (n, n) float64 F-contiguous, lower triangle holds K^-1 (read only)
-    A        (n, T) float64 C-contiguous: K^-1 Y
+    Kinv     (n, n) float64 F-contiguous, lower triangle holds K^-1 (read
+             only; the strict upper triangle is never read)
+    A_T      (T, n) float64 C-contiguous: (K^-1 Y)^T, so that a tile's rows of
+             A are contiguous for each output
     bounds   (n_blocks + 1,) int64 column blocks of equal triangle area
     theta_partial_out (n_blocks, n_theta) float64, overwritten; row b by
              iteration b (not written if not want_theta)
@@ -343,55 +351,80 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     block order, so the result does not depend on the number of threads.
     """
     n, d = X.shape
-    T = A.shape[1]
+    T = A_T.shape[0]
     for b in prange(bounds.size - 1):
         V, G, R, W = allocate_scratch(stack_depth, n_theta)
         Vx, D1, D2, Rx, Wx = allocate_dx_scratch(stack_depth, d)
         acc = np.zeros(n_theta)
         w = np.empty(TILE)
-        xj = np.empty(d)
+        AA = np.empty((PANEL, TILE))
+        acc_row = np.empty(TILE)
+        xj = np.empty((PANEL, d))
         xp = x_partial_out[b]
         for i in range(n):
             for k in range(d):
                 xp[i, k] = 0.0
-        for j in range(bounds[b], bounds[b + 1]):
-            for k in range(d):
-                xj[k] = 0.0
-            for i0 in range(j, n, TILE):
-                m = min(TILE, n - i0)
-                diag_t = 0 if i0 == j else -1
-                for t in range(m):
-                    i = i0 + t
-                    s = 0.0
-                    for q in range(T):
-                        s += A[i, q] * A[j, q]
-                    w[t] = 2.0 * (T * Kinv[i, j] - s)
-                if diag_t == 0:
-                    w[0] *= 0.5
-                if want_theta and n_theta > 0:
-                    eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
-                              theta_of_param, True, V, G, R, W)
-                    for p in range(n_theta):
-                        s = 0.0
-                        for t in range(m):
-                            s += w[t] * G[p, t]
-                        acc[p] += s
-                eval_tile_dx(X, i0, m, X, j, diag_t, ops, op_float, params,
-                             want_d2, Vx, D1, D2, Rx, Wx)
+        for c0 in range(bounds[b], bounds[b + 1], PANEL):
+            nj = min(PANEL, bounds[b + 1] - c0)
+            for jj in range(nj):
                 for k in range(d):
-                    s = 0.0
-                    if want_d2:
+                    xj[jj, k] = 0.0
+            # Row tiles start at the panel's first column, so that each tile's
+            # rows of A are read once for all the panel's columns. A column j
+            # of the panel skips the rows of its first tile above its diagonal
+            # (weight 0; at most PANEL - 1 of them).
+            for i0 in range(c0, n, TILE):
+                m = min(TILE, n - i0)
+                # AA[jj, t] = A_i . A_j (i = i0 + t, j = c0 + jj), output-outer
+                # into a private row so that the loop over the tile's rows
+                # vectorises (2.5x the loop with AA[jj, t] as accumulator)
+                for jj in range(nj):
+                    for t in range(m):
+                        acc_row[t] = 0.0
+                    for q in range(T):
+                        a_j = A_T[q, c0 + jj]
+                        a_rows = A_T[q, i0:i0 + m]
                         for t in range(m):
-                            xp[i0 + t, k] += w[t] * D1[0, k, t]
-                            s += w[t] * D2[0, k, t]
-                    else:
-                        for t in range(m):
-                            g = w[t] * D1[0, k, t]
-                            xp[i0 + t, k] += g
-                            s -= g
-                    xj[k] += s
-            for k in range(d):
-                xp[j, k] += xj[k]
+                            acc_row[t] += a_rows[t] * a_j
+                    for t in range(m):
+                        AA[jj, t] = acc_row[t]
+                for jj in range(nj):
+                    j = c0 + jj
+                    if j >= i0 + m:
+                        continue  # the whole tile lies above column j's diagonal
+                    first = max(j - i0, 0)
+                    diag_t = j - i0 if j >= i0 else -1
+                    for t in range(first):
+                        w[t] = 0.0
+                    for t in range(first, m):
+                        w[t] = 2.0 * (T * Kinv[i0 + t, j] - AA[jj, t])
+                    if diag_t >= 0:
+                        w[diag_t] *= 0.5
+                    if want_theta and n_theta > 0:
+                        eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
+                                  theta_of_param, True, V, G, R, W)
+                        for p in range(n_theta):
+                            s = 0.0
+                            for t in range(first, m):
+                                s += w[t] * G[p, t]
+                            acc[p] += s
+                    eval_tile_dx(X, i0, m, X, j, diag_t, ops, op_float, params,
+                                 want_d2, Vx, D1, D2, Rx, Wx)
+                    for k in range(d):
+                        s = 0.0
+                        if want_d2:
+                            for t in range(first, m):
+                                xp[i0 + t, k] += w[t] * D1[0, k, t]
+                                s += w[t] * D2[0, k, t]
+                        else:
+                            for t in range(first, m):
+                                g = w[t] * D1[0, k, t]
+                                xp[i0 + t, k] += g
+                                s -= g
+                        xj[jj, k] += s
+            for jj in range(nj):
+                for k in range(d):
+                    xp[c0 + jj, k] += xj[jj, k]
         if want_theta:
             for p in range(n_theta):
                 theta_partial_out[b, p] = acc[p]

@@ -254,11 +254,11 @@ class LatentNegLogMarginalLikelihood:
         points in ``self.X``."""
         p = self.program
         params = p.params(theta)
-        A = np.ascontiguousarray(A)
+        A_T = np.ascontiguousarray(A.T)
         with PARALLEL_LOCK:
             _latent.grad_latent_lower(
                 self.X, p.ops, p.op_float, params, p.theta_of_param,
-                p.stack_depth, p.n_theta, self.fused, self.want_d2, Kinv_lower, A,
+                p.stack_depth, p.n_theta, self.fused, self.want_d2, Kinv_lower, A_T,
                 self.bounds, self._theta_partial, self._x_partial)
         if self.fused:
             grad_theta = 0.5 * self._theta_partial.sum(axis=0)
