@@ -366,7 +366,10 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         k(X, x)^T K^-1 Y, one variance k(x, x) - k(X, x)^T K^-1 k(X, x)
         (noise included) shared by all features. Each row is optimised on its
         own (a BFGS per row, evaluated in batches), so its answer does not
-        depend on the other rows.
+        depend on the other rows beyond rounding (batched BLAS calls may round
+        a row's numbers differently, which can move the point found within the
+        optimiser's tolerance, most along a latent direction the kernel
+        barely uses).
 
         A row equal to a training row returns that row's latent point: the
         GPLVM objective splits as log p(Y) = log p(Y_-i | X_-i)
