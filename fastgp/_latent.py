@@ -43,37 +43,19 @@ import numpy as np
 
 from . import _opcodes as op
 from ._numba import jit, parallel_jit, prange
-from ._tiles import TILE, allocate_scratch, eval_tile
-from ._vexp import exp_inplace
+from ._tiles import (STATIONARY_R2_LEAVES, TILE, scaled_sqdist, allocate_scratch,
+                     eval_tile, stationary_profile)
 
 #: Leaf opcodes whose input derivatives :func:`eval_tile_dx` knows.
-SUPPORTED_LEAVES = (op.CONST, op.WHITE, op.RBF, op.MATERN12, op.MATERN32,
-                    op.MATERN52, op.RQ, op.EXPSINE, op.DOT, op.RQ_ARD,
-                    op.EXPSINE_ARD)
+SUPPORTED_LEAVES = STATIONARY_R2_LEAVES + (op.CONST, op.WHITE, op.RQ, op.EXPSINE,
+                                           op.DOT, op.RQ_ARD, op.EXPSINE_ARD)
 #: Leaf opcodes with k(x, x') != k(x - x'), for which d/dx' != -d/dx.
 NON_STATIONARY_LEAVES = (op.DOT,)
 
-_SQRT3 = math.sqrt(3.0)
-_SQRT5 = math.sqrt(5.0)
 
 #: Columns of the latent pass that share each row tile's reads of A (A A^T is
 #: formed panel by panel, so A is read N / PANEL times instead of N times).
 PANEL = 16
-
-
-@jit
-def _scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, R):
-    """R[t] = sum_k ((X1[i0+t, k] - X2[j, k]) / l_k)^2, l = params[pstart:pstart+m]
-    (m == 1: one length scale for all k)."""
-    d = X1.shape[1]
-    for t in range(n):
-        R[t] = 0.0
-    for k in range(d):  # dimension-outer: the inner loop over t vectorises
-        inv = 1.0 / (params[pstart] if m == 1 else params[pstart + k])
-        x2 = X2[j, k]
-        for t in range(n):
-            diff = (X1[i0 + t, k] - x2) * inv
-            R[t] += diff * diff
 
 
 @jit
@@ -137,52 +119,9 @@ def eval_tile_dx(X1, i0, n, X2, j, diag_t, ops, op_float, params, want_d2,
                 V[sp, diag_t] = params[ps]
             _zero_dx(n, want_d2, D1[sp], D2[sp])
             sp += 1
-        elif code == op.RBF:
-            # k = exp(-r2/2), radial = k
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            for t in range(n):
-                V[sp, t] = -0.5 * R[t]
-            exp_inplace(V[sp], n, W)
-            _stationary_dx(X1, i0, n, X2, j, params, ps, m, V[sp], want_d2,
-                           D1[sp], D2[sp])
-            sp += 1
-        elif code == op.MATERN12:
-            # k = exp(-r), radial = k / r (0 at r = 0: the one-sided
-            # derivatives cancel there, and scikit-learn's gradient uses 0)
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            for t in range(n):
-                V[sp, t] = -math.sqrt(R[t])
-            exp_inplace(V[sp], n, W)
-            for t in range(n):
-                r = math.sqrt(R[t])
-                W[t] = V[sp, t] / r if r > 0.0 else 0.0
-            _stationary_dx(X1, i0, n, X2, j, params, ps, m, W, want_d2,
-                           D1[sp], D2[sp])
-            sp += 1
-        elif code == op.MATERN32:
-            # k = (1 + a) e^-a, a = sqrt(3) r; radial = 3 e^-a
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            for t in range(n):
-                V[sp, t] = -_SQRT3 * math.sqrt(R[t])
-            exp_inplace(V[sp], n, W)
-            for t in range(n):
-                e = V[sp, t]
-                W[t] = 3.0 * e
-                V[sp, t] = (1.0 + _SQRT3 * math.sqrt(R[t])) * e
-            _stationary_dx(X1, i0, n, X2, j, params, ps, m, W, want_d2,
-                           D1[sp], D2[sp])
-            sp += 1
-        elif code == op.MATERN52:
-            # k = (1 + a + a^2/3) e^-a, a = sqrt(5) r; radial = 5/3 (1 + a) e^-a
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            for t in range(n):
-                V[sp, t] = -_SQRT5 * math.sqrt(R[t])
-            exp_inplace(V[sp], n, W)
-            for t in range(n):
-                a = _SQRT5 * math.sqrt(R[t])
-                e = V[sp, t]
-                W[t] = (5.0 / 3.0) * (1.0 + a) * e
-                V[sp, t] = (1.0 + a + a * a / 3.0) * e
+        elif code in STATIONARY_R2_LEAVES:
+            scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
+            stationary_profile(code, R, n, V[sp], W)
             _stationary_dx(X1, i0, n, X2, j, params, ps, m, W, want_d2,
                            D1[sp], D2[sp])
             sp += 1
@@ -191,7 +130,7 @@ def eval_tile_dx(X1, i0, n, X2, j, diag_t, ops, op_float, params, want_d2,
             # (RQ: one length scale; RQ_ARD: m of them)
             alpha = params[ps]
             mm = 1 if code == op.RQ else m
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps + 1, mm, R)
+            scaled_sqdist(X1, i0, n, X2, j, params, ps + 1, mm, R)
             for t in range(n):
                 b = 1.0 + R[t] / (2.0 * alpha)
                 V[sp, t] = b ** (-alpha)

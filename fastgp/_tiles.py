@@ -38,25 +38,66 @@ _SQRT5 = math.sqrt(5.0)
 
 
 @jit
-def _scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, R):
+def scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, R):
     """R[t] = sum_k ((X1[i0+t, k] - X2[j, k]) / l_k)^2, l = params[pstart:pstart+m]
     (m == 1: one length scale for all k)."""
     d = X1.shape[1]
-    if m == 1:
-        inv = 1.0 / params[pstart]
+    for t in range(n):
+        R[t] = 0.0
+    for k in range(d):  # dimension-outer: the inner loop over t vectorises
+        inv = 1.0 / (params[pstart] if m == 1 else params[pstart + k])
+        x2 = X2[j, k]
         for t in range(n):
-            s = 0.0
-            for k in range(d):
-                diff = (X1[i0 + t, k] - X2[j, k]) * inv
-                s += diff * diff
-            R[t] = s
+            diff = (X1[i0 + t, k] - x2) * inv
+            R[t] += diff * diff
+
+
+#: Leaves whose value is a function of the scaled squared distance r2 alone.
+STATIONARY_R2_LEAVES = (op.RBF, op.MATERN12, op.MATERN32, op.MATERN52)
+
+
+@jit
+def stationary_profile(code, R, n, V_row, W_row):
+    """Value and radial factor of a leaf in STATIONARY_R2_LEAVES, from
+    R[t] = r2 (see scaled_sqdist): V_row[t] = k(r2) and
+    W_row[t] = -2 dk/d(r2), so that dk/dlog l_k = W D_k (D_k = ((x_k - x'_k)
+    / l_k)^2) and dk/dx_k = -W (x_k - x'_k) / l_k^2. The one place these
+    kernels' formulas live (Rasmussen & Williams 2006, eq. 4.9 and 4.14):
+
+        RBF        k = e^(-r2/2)                        W = k
+        Matern 1/2 k = e^-r                             W = e^-r / r  (0 at r = 0)
+        Matern 3/2 k = (1 + a) e^-a,      a = sqrt(3) r   W = 3 e^-a
+        Matern 5/2 k = (1 + a + a^2/3) e^-a, a = sqrt(5) r  W = 5/3 (1 + a) e^-a
+
+    (At r = 0 Matern 1/2's one-sided derivatives cancel; scikit-learn's
+    gradient uses 0 there too.) V_row, W_row (>= n,) float64, overwritten.
+    """
+    if code == op.RBF:
+        for t in range(n):
+            V_row[t] = -0.5 * R[t]
+        exp_inplace(V_row, n, W_row)
+        for t in range(n):
+            W_row[t] = V_row[t]
+        return
+    scale = 1.0 if code == op.MATERN12 else (_SQRT3 if code == op.MATERN32 else _SQRT5)
+    for t in range(n):
+        V_row[t] = -scale * math.sqrt(R[t])
+    exp_inplace(V_row, n, W_row)
+    if code == op.MATERN12:
+        for t in range(n):
+            r = math.sqrt(R[t])
+            W_row[t] = V_row[t] / r if r > 0.0 else 0.0
+    elif code == op.MATERN32:
+        for t in range(n):
+            e = V_row[t]
+            W_row[t] = 3.0 * e
+            V_row[t] = (1.0 + _SQRT3 * math.sqrt(R[t])) * e
     else:
         for t in range(n):
-            s = 0.0
-            for k in range(d):
-                diff = (X1[i0 + t, k] - X2[j, k]) / params[pstart + k]
-                s += diff * diff
-            R[t] = s
+            a = _SQRT5 * math.sqrt(R[t])
+            e = V_row[t]
+            W_row[t] = (5.0 / 3.0) * (1.0 + a) * e
+            V_row[t] = (1.0 + a + a * a / 3.0) * e
 
 
 @jit
@@ -141,14 +182,14 @@ def _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, want_grad,
 @jit
 def _rq_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m, want_grad,
                  V_row, G, R, W):
-    """fastgp.kernels.RationalQuadratic (Rasmussen & Williams 2006, eq. 4.19,
-    with one length scale per dimension): params[ps] = alpha,
+    """RationalQuadratic (Rasmussen & Williams 2006, eq. 4.19): scikit-learn's
+    (m == 1) and fastgp.kernels' (one length scale per dimension): params[ps] = alpha,
     params[ps+1 : ps+1+m] = l (m == 1: shared).
     k = b^-alpha, b = 1 + r2 / (2 alpha), r2 = sum_k ((x_k - x'_k) / l_k)^2;
     dk/dlog alpha = k (-alpha log b + r2 / (2 b)),  dk/dlog l_k = k D_k / b
     with D_k = ((x_k - x'_k) / l_k)^2 (D = r2 when m == 1)."""
     alpha = params[ps]
-    _scaled_sqdist(X1, i0, n, X2, j, params, ps + 1, m, R)
+    scaled_sqdist(X1, i0, n, X2, j, params, ps + 1, m, R)
     for t in range(n):
         b = 1.0 + R[t] / (2.0 * alpha)
         V_row[t] = b ** (-alpha)
@@ -264,76 +305,12 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
                     for t in range(n):
                         G[ti, t] = V[sp, t]
             sp += 1
-        elif code == op.RBF:
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            for t in range(n):
-                V[sp, t] = -0.5 * R[t]
-            exp_inplace(V[sp], n, W)
-            if want_grad:
-                # dk/dlog l_k = k * D_k
-                _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
-                                 V[sp], G, R)
-            sp += 1
-        elif code == op.MATERN12:
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            for t in range(n):
-                V[sp, t] = -math.sqrt(R[t])
-            exp_inplace(V[sp], n, W)
-            for t in range(n):
-                r = math.sqrt(R[t])
-                # dk/dlog l_k = e^{-r} D_k / r  (0 at r = 0, as scikit-learn)
-                W[t] = V[sp, t] / r if r > 0.0 else 0.0
+        elif code in STATIONARY_R2_LEAVES:
+            scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
+            stationary_profile(code, R, n, V[sp], W)
             if want_grad:
                 _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
                                  W, G, R)
-            sp += 1
-        elif code == op.MATERN32:
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            for t in range(n):
-                V[sp, t] = -_SQRT3 * math.sqrt(R[t])
-            exp_inplace(V[sp], n, W)
-            for t in range(n):
-                a = _SQRT3 * math.sqrt(R[t])
-                e = V[sp, t]
-                V[sp, t] = (1.0 + a) * e
-                W[t] = 3.0 * e  # dk/dlog l_k = 3 D_k e^{-sqrt(3) r}
-            if want_grad:
-                _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
-                                 W, G, R)
-            sp += 1
-        elif code == op.MATERN52:
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            for t in range(n):
-                V[sp, t] = -_SQRT5 * math.sqrt(R[t])
-            exp_inplace(V[sp], n, W)
-            for t in range(n):
-                a = _SQRT5 * math.sqrt(R[t])
-                e = V[sp, t]
-                V[sp, t] = (1.0 + a + a * a / 3.0) * e
-                W[t] = (5.0 / 3.0) * (1.0 + a) * e  # times D_k
-            if want_grad:
-                _stationary_grad(X1, i0, n, X2, j, params, theta_of_param, ps, m,
-                                 W, G, R)
-            sp += 1
-        elif code == op.RQ:
-            # k = (1 + d2 / (2 alpha l^2))^-alpha, d2 unscaled squared distance
-            alpha = params[ps]
-            ls = params[ps + 1]
-            _scaled_sqdist(X1, i0, n, X2, j, params, ps + 1, 1, R)  # R = d2 / l^2
-            for t in range(n):
-                base = 1.0 + R[t] / (2.0 * alpha)
-                V[sp, t] = base ** (-alpha)
-                W[t] = base
-            if want_grad:
-                ta = theta_of_param[ps]
-                if ta >= 0:
-                    for t in range(n):
-                        G[ta, t] = V[sp, t] * (-alpha * math.log(W[t])
-                                               + R[t] / (2.0 * W[t]))
-                tl = theta_of_param[ps + 1]
-                if tl >= 0:
-                    for t in range(n):
-                        G[tl, t] = R[t] * V[sp, t] / W[t]
             sp += 1
         elif code == op.DOT:
             _dot_product_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
@@ -343,7 +320,7 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
             _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
                            want_grad, V[sp], G, R, W)
             sp += 1
-        elif code == op.RQ_ARD:
+        elif code == op.RQ or code == op.RQ_ARD:  # RQ: scikit-learn's, m == 1
             _rq_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
                          want_grad, V[sp], G, R, W)
             sp += 1

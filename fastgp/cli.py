@@ -6,7 +6,6 @@ import resource
 import sys
 import time
 
-import numpy as np
 
 from .datasets import load_mauna_loa_co2
 
