@@ -45,9 +45,8 @@ from . import _opcodes as op
 from ._covariance import column_blocks
 from ._numba import PARALLEL_LOCK
 from .covariance import FastCovariance
-from .linalg import NotPositiveDefiniteError, cho_inverse_in_place
 from .lowering import lower_kernel
-from .objective import NegLogMarginalLikelihood
+from .objective import NegLogMarginalLikelihood, guarded_value, guarded_value_and_grad
 
 __all__ = [
     "latent_fit_bytes",
@@ -226,29 +225,16 @@ class LatentNegLogMarginalLikelihood:
     def value(self, z):
         """L(z) alone (no dpotri, no gradient pass); inf if K is not PD."""
         self.n_evaluations += 1
-        try:
-            _, _, value = self.factor(z)
-        except NotPositiveDefiniteError:
-            return math.inf
-        return value if math.isfinite(value) else math.inf
+        return guarded_value(self.factor, z)
 
     def __call__(self, z):
         """(L(z), dL/dz (z.size,)); (inf, zeros) if K is not PD."""
         self.n_evaluations += 1
-        z = np.asarray(z, dtype=np.float64)
-        failed = (math.inf, np.zeros(z.shape))
-        try:
-            B, A, value = self.factor(z)
-        except NotPositiveDefiniteError:
-            return failed
-        if not math.isfinite(value):
-            return failed
-        cho_inverse_in_place(B)
-        grad_x, grad_theta = self.gradient(z[self.X.size:], B, A)
-        grad = np.concatenate([grad_x.ravel(), grad_theta])
-        if not np.all(np.isfinite(grad)):
-            return failed
-        return value, grad
+        return guarded_value_and_grad(self.factor, self._packed_gradient, z)
+
+    def _packed_gradient(self, z, Kinv_lower, A):
+        grad_x, grad_theta = self.gradient(z[self.X.size:], Kinv_lower, A)
+        return np.concatenate([grad_x.ravel(), grad_theta])
 
     def gradient(self, theta, Kinv_lower, A):
         """(dL/dX (n_samples, n_components), dL/dtheta (n_theta,)) from K^-1's

@@ -27,9 +27,41 @@ from .linalg import (
 )
 from .memory import check_memory
 
-__all__ = ["Workspace", "NegLogMarginalLikelihood"]
+__all__ = ["Workspace", "NegLogMarginalLikelihood", "guarded_value",
+           "guarded_value_and_grad"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+def guarded_value(factor, params):
+    """``factor(params)[2]``, or inf where K is not positive definite or the
+    value is not finite (the answer that makes a line search back off)."""
+    try:
+        _, _, value = factor(params)
+    except NotPositiveDefiniteError:
+        return math.inf
+    return value if math.isfinite(value) else math.inf
+
+
+def guarded_value_and_grad(factor, gradient, params):
+    """One evaluation of an objective in the workspace: ``factor(params)`` ->
+    (L, A, value), dpotri in place, ``gradient(params, Kinv_lower, A)``.
+    Returns (value, grad), or (inf, zeros) where K is not positive definite
+    or anything is not finite. Shared by the regression and GPLVM objectives.
+    """
+    params = np.asarray(params, dtype=np.float64)
+    failed = (math.inf, np.zeros(params.shape))
+    try:
+        B, A, value = factor(params)
+    except NotPositiveDefiniteError:
+        return failed
+    if not math.isfinite(value):
+        return failed
+    cho_inverse_in_place(B)
+    grad = gradient(params, B, A)
+    if not np.all(np.isfinite(grad)):
+        return failed
+    return value, grad
 
 
 class Workspace:
@@ -145,25 +177,12 @@ class NegLogMarginalLikelihood:
     def value(self, theta):
         """L(theta) alone (no dpotri, no gradient pass); inf if not PD."""
         self.n_evaluations += 1
-        try:
-            _, _, value = self.factor(theta)
-        except NotPositiveDefiniteError:
-            return math.inf
-        return value if math.isfinite(value) else math.inf
+        return guarded_value(self.factor, theta)
 
     def __call__(self, theta):
         """(L(theta), dL/dtheta (n_theta,)); (inf, zeros) if K is not PD."""
         self.n_evaluations += 1
-        theta = np.asarray(theta, dtype=np.float64)
-        failed = (math.inf, np.zeros(theta.shape))
-        try:
-            B, A, value = self.factor(theta)
-        except NotPositiveDefiniteError:
-            return failed
-        if not math.isfinite(value):
-            return failed
-        cho_inverse_in_place(B)
-        grad = 0.5 * self.covariance.grad_trace(theta, B, A)
-        if not np.all(np.isfinite(grad)):
-            return failed
-        return value, grad
+        return guarded_value_and_grad(self.factor, self._gradient, theta)
+
+    def _gradient(self, theta, Kinv_lower, A):
+        return 0.5 * self.covariance.grad_trace(theta, Kinv_lower, A)
