@@ -3,11 +3,11 @@
     python -m bench.bench_gplvm_fused                 # N = 1,000 and 2,000
     python -m bench.bench_gplvm_fused --n 4000 --repeats 7
 
-The GPLVM's gradient pass (fastgp._latent.grad_latent_lower) reads K^-1's
+The GPLVM's gradient pass (fastgp._engine.latent_passes.grad_latent_lower) reads K^-1's
 lower triangle, A and X once, and per tile evaluates the kernel's
-hyperparameter derivatives (fastgp._tiles.eval_tile) and its input
-derivatives (fastgp._latent.eval_tile_dx). The alternative reads the triangle
-twice: fastgp._covariance.grad_trace_lower for theta, then the latent pass
+hyperparameter derivatives (fastgp._engine.interpreter.eval_tile) and its input
+derivatives (fastgp._engine.latent_passes.eval_tile_dx). The alternative reads the triangle
+twice: fastgp._engine.passes.grad_trace_lower for theta, then the latent pass
 alone. Both give the same numbers (tests/test_gplvm_gradient.py). Timed in
 interleaved rounds (bench/_measure.interleaved_medians) beside the fill and
 dpotri on the same buffer, with the issue's data (Y standard normal (N, 12),

@@ -1,7 +1,7 @@
 """Covariance backends: who fills K, its cross-covariance and the gradient trace.
 
 :class:`FastCovariance` runs a lowered :class:`~fastgp.lowering.KernelProgram`
-through the parallel Numba passes of :mod:`fastgp._covariance`: no N x N
+through the parallel Numba passes of :mod:`fastgp._engine.passes`: no N x N
 temporaries, the gradient fused into one pass over K^-1's lower triangle.
 
 :class:`KernelObjectCovariance` calls the scikit-learn kernel object itself,
@@ -18,8 +18,8 @@ import warnings
 
 import numpy as np
 
-from . import _covariance as jitted
-from ._numba import PARALLEL_LOCK
+from ._engine import passes as jitted
+from ._engine.config import PARALLEL_LOCK
 from .lowering import lower_kernel
 
 __all__ = ["make_covariance", "FastCovariance", "KernelObjectCovariance",

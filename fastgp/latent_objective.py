@@ -16,7 +16,7 @@ as a function of z = [X.ravel(), theta], with its gradient
 It is the regression objective (:class:`fastgp.objective.NegLogMarginalLikelihood`,
 T = D outputs) on a latent-point buffer that the optimiser moves: the same
 fill, the same in-place dpotrf/dpotrs/dpotri in one N x N workspace, then one
-fused parallel pass (:func:`fastgp._latent.grad_latent_lower`) that reduces W
+fused parallel pass (:func:`fastgp._engine.latent_passes.grad_latent_lower`) that reduces W
 against the hyperparameter and the latent derivatives of K at once. Besides the
 workspace it holds O(N (Q + D)) floats and per-block partial sums of at most
 ``n_blocks x N x Q`` floats, with ``n_blocks x Q <= max(4 Q, N / 16)``.
@@ -40,10 +40,10 @@ import math
 import numpy as np
 from scipy.linalg import lapack
 
-from . import _latent
-from . import _opcodes as op
-from ._covariance import column_blocks
-from ._numba import PARALLEL_LOCK
+from ._engine import latent_passes as _latent
+from ._engine import opcodes as op
+from ._engine.passes import column_blocks
+from ._engine.config import PARALLEL_LOCK
 from .covariance import FastCovariance
 from .lowering import lower_kernel
 from .objective import NegLogMarginalLikelihood, guarded_value, guarded_value_and_grad
@@ -67,7 +67,7 @@ _OPERATORS = (op.SUM, op.PRODUCT, op.POW)
 
 def lower_latent_kernel(kernel, n_components):
     """Lower ``kernel`` for Q = ``n_components`` latent dimensions and check
-    that every leaf has input derivatives (:mod:`fastgp._latent`).
+    that every leaf has input derivatives (:mod:`fastgp._engine.latent_passes`).
 
     Returns
     -------
@@ -96,7 +96,7 @@ def lower_latent_kernel(kernel, n_components):
         raise ValueError(
             f"GPLVM cannot differentiate {kernel!r} with respect to the latent "
             f"points: opcode(s) {unsupported} have no input derivative in "
-            "fastgp._latent. Use the kernels listed in docs/gplvm.md."
+            "fastgp._engine.latent_passes. Use the kernels listed in docs/gplvm.md."
         )
     has_non_stationary = any(c in _latent.NON_STATIONARY_LEAVES for c in leaves)
     return program, has_non_stationary
@@ -118,7 +118,7 @@ def latent_blocks(n, n_dims):
     """Column-block boundaries (n_blocks + 1,) int64 for the latent pass.
 
     Equal-area blocks of the lower triangle (a subset of
-    :func:`fastgp._covariance.column_blocks`' boundaries), at most
+    :func:`fastgp._engine.passes.column_blocks`' boundaries), at most
     ``MAX_LATENT_BLOCKS`` of them and few enough that the per-block N x Q
     partial sums stay small beside the N x N workspace:
     n_blocks x n_dims <= max(4 n_dims, n / 16). The count depends on n and

@@ -3,7 +3,7 @@
 A kernel such as ``C(1.0) * RBF([1.0, 2.0]) + WhiteKernel()`` is a tree of
 Python objects. fastgp's jitted routines never see Python objects: once per fit
 the tree is lowered, in post-order, into a :class:`KernelProgram` of plain
-arrays that one compiled interpreter (:mod:`fastgp._tiles`) evaluates for many
+arrays that one compiled interpreter (:mod:`fastgp._engine.interpreter`) evaluates for many
 matrix entries at a time. Because the interpreter's signature does not depend
 on the kernel's structure, it is compiled once per install and cached.
 
@@ -16,7 +16,7 @@ interpreter needs to apply the sum, product and power rules to gradients.
 
 This module imports no Numba. Adding a kernel to the fast path means one
 lowering function registered in :data:`LEAF_LOWERINGS` here and its value and
-derivatives in :mod:`fastgp._tiles` (see docs/adding_a_kernel.md).
+derivatives in :mod:`fastgp._engine.interpreter` (see docs/adding_a_kernel.md).
 """
 
 from dataclasses import dataclass
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.gaussian_process import kernels as skk
 
-from . import _opcodes as op
+from ._engine import opcodes as op
 from . import kernels as fastgp_kernels
 
 __all__ = ["KernelProgram", "lower_kernel", "LEAF_LOWERINGS", "register_leaf"]
@@ -37,7 +37,7 @@ class KernelProgram:
     Attributes
     ----------
     ops : ndarray of shape (n_ops, N_COLS), int64
-        Post-order operations; columns are described in :mod:`fastgp._opcodes`.
+        Post-order operations; columns are described in :mod:`fastgp._engine.opcodes`.
     op_float : ndarray of shape (n_ops,), float64
         Per-operation float constant (the exponent of ``POW``; else 0).
     theta_of_param : ndarray of shape (n_params,), int64

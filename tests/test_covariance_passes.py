@@ -1,4 +1,4 @@
-"""The parallel covariance passes (fastgp._covariance, through
+"""The parallel covariance passes (fastgp._engine.passes, through
 fastgp.covariance.FastCovariance) against plain NumPy twins built on
 scikit-learn's kernel objects: the fill against ``kernel(X)``, the cross
 covariance against ``kernel(X, Y)``, and the fused gradient pass against an
@@ -11,7 +11,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 
 from conftest import FREE_KERNELS, N_FEATURES, kernel_params, random_theta
-from fastgp import _covariance
+from fastgp._engine import passes as _covariance
 from fastgp.covariance import (
     FastCovariance,
     KernelObjectCovariance,

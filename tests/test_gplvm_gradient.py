@@ -18,7 +18,8 @@ from sklearn.gaussian_process.kernels import (
 )
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from fastgp import GaussianProcessRegressor, _latent
+from fastgp import GaussianProcessRegressor
+from fastgp._engine import latent_passes as _latent
 from fastgp import kernels as fastgp_kernels
 from fastgp.latent_objective import (
     LatentNegLogMarginalLikelihood,

@@ -28,7 +28,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from conftest import ALPHA, assert_gradient_close, make_problem, random_theta
 from fastgp import GaussianProcessRegressor
-from fastgp import _opcodes as op
+from fastgp._engine import opcodes as op
 from fastgp import kernels as fk
 from fastgp.covariance import FastCovariance, SlowKernelWarning, make_covariance
 from fastgp.lowering import lower_kernel

@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import (
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from conftest import KERNELS, N_FEATURES, kernel_params, random_theta
-from fastgp import _opcodes as op
+from fastgp._engine import opcodes as op
 from fastgp.lowering import KernelProgram, lower_kernel
 
 

@@ -1,5 +1,6 @@
-"""fastgp's Numba cache stamp covers every private module, so a change to a
-callee (say _tiles.eval_tile) invalidates the cached callers (_covariance)."""
+"""fastgp's Numba cache stamp covers every module of fastgp._engine, so a
+change to a callee (say interpreter.eval_tile) invalidates the cached callers
+(passes)."""
 
 import shutil
 import subprocess
@@ -14,11 +15,11 @@ import fastgp
 
 
 def test_cache_stamp_is_shared_by_all_routines():
-    from fastgp import _covariance, _numba, _tiles
+    from fastgp._engine import config, interpreter, passes
 
-    stamp = _numba.jitted_sources_digest()
-    for dispatcher in (_covariance.fill_cov_lower, _covariance.grad_trace_lower,
-                       _tiles.eval_tile):
+    stamp = config.jitted_sources_digest()
+    for dispatcher in (passes.fill_cov_lower, passes.grad_trace_lower,
+                       interpreter.eval_tile):
         assert dispatcher._cache._impl.locator.get_source_stamp() == stamp
 
 
@@ -42,7 +43,7 @@ def test_editing_a_callee_module_invalidates_cached_callers(tmp_path):
     run = lambda: subprocess.run([sys.executable, "-c", script, str(tmp_path)],
                                  capture_output=True, text=True, check=True).stdout
     assert float(run()) == pytest.approx(np.exp(-0.5), rel=1e-15)  # compiles, caches
-    vexp = package / "_vexp.py"
+    vexp = package / "_engine" / "vector_math.py"
     # make exp return 2 exp(x): a cached fill_cov_lower would still give exp(x)
     source = vexp.read_text()
     assert "    return x\n" in source

@@ -1,7 +1,7 @@
 """Concurrency, global state, persistence and determinism (issue 6).
 
 - Two estimators fitted at the same time in two threads give the same bits
-  as fitted one after the other (fastgp._numba.PARALLEL_LOCK serialises the
+  as fitted one after the other (fastgp._engine.config.PARALLEL_LOCK serialises the
   Numba parallel regions, whose workqueue layer is not thread-safe).
 - The Numba thread count a user set is the same after fit returns or raises.
 - Importing fastgp changes no global state and compiles nothing.
@@ -157,10 +157,10 @@ def _parallel_dispatchers():
     import fastgp
 
     found = []
-    for info in pkgutil.iter_modules(fastgp.__path__):
-        if info.name in ("__main__", "cli"):  # importing __main__ runs the CLI
+    for info in pkgutil.walk_packages(fastgp.__path__, "fastgp."):
+        if info.name in ("fastgp.__main__", "fastgp.cli"):  # __main__ runs the CLI
             continue
-        module = importlib.import_module(f"fastgp.{info.name}")
+        module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
             if (isinstance(obj, numba.core.registry.CPUDispatcher)
                     and obj.__module__ == module.__name__
@@ -171,7 +171,7 @@ def _parallel_dispatchers():
 
 def test_state_parallel_lock_is_held_around_every_parallel_region(monkeypatch):
     # every parallel kernel runs under PARALLEL_LOCK: record whether it is held
-    from fastgp._numba import PARALLEL_LOCK
+    from fastgp._engine.config import PARALLEL_LOCK
 
     dispatchers = _parallel_dispatchers()
     assert len(dispatchers) >= 4
@@ -252,9 +252,9 @@ _IMPORT_PROBE = textwrap.dedent("""
     import fastgp
     after = state()
     import importlib, pkgutil
-    modules = [importlib.import_module("fastgp." + info.name)
-               for info in pkgutil.iter_modules(fastgp.__path__)
-               if info.name not in ("__main__", "cli")]  # __main__ runs the CLI
+    modules = [importlib.import_module(info.name)
+               for info in pkgutil.walk_packages(fastgp.__path__, "fastgp.")
+               if info.name not in ("fastgp.__main__", "fastgp.cli")]  # __main__ runs the CLI
     compiled = [
         f"{module.__name__}.{name}"
         for module in modules

@@ -1,9 +1,9 @@
-"""fastgp._vexp.exp_inplace against numpy.exp, its plain NumPy twin."""
+"""fastgp._engine.vector_math.exp_inplace against numpy.exp, its plain NumPy twin."""
 
 import numpy as np
 import pytest
 
-from fastgp._vexp import exp_inplace
+from fastgp._engine.vector_math import exp_inplace
 
 
 def _vexp(x):

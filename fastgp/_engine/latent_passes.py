@@ -41,9 +41,9 @@ import math
 
 import numpy as np
 
-from . import _opcodes as op
-from ._numba import jit, parallel_jit, prange
-from ._tiles import (STATIONARY_R2_LEAVES, TILE, scaled_sqdist, allocate_scratch,
+from . import opcodes as op
+from .config import jit, parallel_jit, prange
+from .interpreter import (STATIONARY_R2_LEAVES, TILE, scaled_sqdist, allocate_scratch,
                      eval_tile, stationary_profile)
 
 #: Leaf opcodes whose input derivatives :func:`eval_tile_dx` knows.

@@ -14,8 +14,8 @@ bits whatever the number of threads.
 
 import numpy as np
 
-from ._numba import parallel_jit, prange
-from ._tiles import TILE, allocate_scratch, eval_tile
+from .config import parallel_jit, prange
+from .interpreter import TILE, allocate_scratch, eval_tile
 
 #: Blocks per triangle; fixed so that results do not depend on thread count.
 MAX_BLOCKS = 256

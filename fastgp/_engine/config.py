@@ -1,4 +1,4 @@
-"""Numba configuration for fastgp, in one place.
+"""Numba configuration for fastgp's engine, in one place.
 
 Every jitted routine in fastgp is declared through :func:`jit` (serial) or
 :func:`parallel_jit` (``prange`` loops). Both compile lazily on first call,
@@ -11,11 +11,12 @@ fastgp never sets the threading layer or the thread count. It reads the thread
 count that the user chose (``numba.set_num_threads`` or ``NUMBA_NUM_THREADS``).
 
 Numba's disk cache checks only the source file of the function it compiled,
-so code cached for ``_covariance.fill_cov_lower`` would survive a change to
-``_tiles.eval_tile``, which it inlines, and run stale (wrong numbers, or a
+so code cached for ``passes.fill_cov_lower`` would survive a change to
+``interpreter.eval_tile``, which it inlines, and run stale (wrong numbers, or a
 crash). fastgp's routines are therefore cached under a stamp that hashes the
-sources of every private module of the package (``fastgp/_*.py``, where all
-jitted code lives): any change to any of them recompiles them all. The
+sources of every module of this subpackage (``fastgp/_engine/*.py``, where all
+jitted code lives and nothing else does): any change to any of them recompiles
+them all. The
 locators are numba's own (``NUMBA_CACHE_DIR``, then ``__pycache__`` beside the
 source, then the user-wide directory), subclassed for the stamp.
 
@@ -42,15 +43,15 @@ PARALLEL_LOCK = threading.RLock()
 
 _COMMON = dict(nogil=True, error_model="numpy", fastmath=False)
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_ENGINE_DIR = Path(__file__).resolve().parent
 
 
 @functools.lru_cache(maxsize=None)
 def jitted_sources_digest():
-    """SHA-256 over the names and contents of ``fastgp/_*.py``: the cache
-    stamp of every fastgp routine (see the module docstring)."""
+    """SHA-256 over the names and contents of ``fastgp/_engine/*.py``: the
+    cache stamp of every fastgp routine (see the module docstring)."""
     digest = hashlib.sha256()
-    for path in sorted(_PACKAGE_DIR.glob("_*.py")):
+    for path in sorted(_ENGINE_DIR.glob("*.py")):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()

@@ -27,9 +27,9 @@ import math
 
 import numpy as np
 
-from . import _opcodes as op
-from ._numba import jit
-from ._vexp import exp_inplace
+from . import opcodes as op
+from .config import jit
+from .vector_math import exp_inplace
 
 TILE = 256
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ._numba import jit
+from .config import jit
 
 __all__ = ["exp_inplace"]
 

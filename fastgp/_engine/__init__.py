@@ -1,0 +1,14 @@
+"""fastgp's engine: all of fastgp's Numba code, its configuration and its
+disk-cache stamp, and nothing else (docs/design.md, "The engine's layers").
+
+- :mod:`.config`: the ``jit`` / ``parallel_jit`` decorators, the package-wide
+  cache stamp and the lock around parallel regions.
+- :mod:`.opcodes`: the operation codes of a lowered kernel program.
+- :mod:`.vector_math`: vectorisable transcendental functions.
+- :mod:`.interpreter`: the kernel-program interpreter, one tile at a time.
+- :mod:`.passes`: parallel passes over the covariance (fill, gradient trace,
+  cross-covariance).
+- :mod:`.latent_passes`: the GPLVM's passes (input derivatives).
+
+Nothing outside this package imports numba. Importing it compiles nothing.
+"""
