@@ -9,6 +9,7 @@ the methods of this module's classes, and nothing outside this module (and
 ``grad_trace``                    sum_ij W_ij dK_ij/dtheta (R&W 2006, eq. 5.9)
 ``cross``                         k(X, X*) for prediction
 ``prior_cov``                     k(X*, X*) for the joint predictive covariance
+``diag``                          k(x*, x*) for the predictive variance
 ``grad_latent`` (latent only)     sum_j W_nj dk(x_n, x_j)/dx_n, with the
                                   theta trace fused into the same pass
 ``diag_with_grad`` (latent only)  k(x*, x*) and its input derivative
@@ -27,7 +28,7 @@ Matern with another nu, CompoundKernel, kernels on non-vector inputs). It
 gives the same numbers at the price of scikit-learn's memory: the gradient
 needs the (N, N, n_theta) tensor and a full N x N W beside the workspace.
 
-The regression backends share the first four methods, so the objective and
+The regression backends share the first five methods, so the objective and
 prediction do not care which one they hold. Every parallel pass runs under
 :data:`fastgp._engine.config.PARALLEL_LOCK` (Numba's workqueue is not
 thread-safe).
@@ -96,6 +97,13 @@ def _kernel_input(X):
     return np.require(X, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
 
 
+def _kernel_at(kernel, theta):
+    """``kernel`` itself where ``theta`` is its own (no exp/log round trip to
+    move the last bit), else a clone with ``theta``."""
+    theta = np.asarray(theta, dtype=np.float64)
+    return kernel if np.array_equal(theta, kernel.theta) else kernel.clone_with_theta(theta)
+
+
 class FastCovariance:
     """Fast path: a lowered kernel program over training inputs X (n, d)."""
 
@@ -156,6 +164,11 @@ class FastCovariance:
         lower = np.tril_indices(m, -1)
         out[lower[1], lower[0]] = out[lower]
         return out
+
+    def diag(self, theta, X_query):
+        """k(x*, x*) (m,) for each row of X_query, white noise included (the
+        kernel object's ``diag``: O(m), nothing to gain from a pass)."""
+        return _kernel_at(self.kernel, theta).diag(X_query)
 
 
 def input_derivative_support(program):
@@ -307,6 +320,9 @@ class KernelObjectCovariance:
 
     def _at(self, theta):
         return self.kernel.clone_with_theta(theta)
+
+    def diag(self, theta, X_query):
+        return _kernel_at(self.kernel, theta).diag(X_query)
 
     def fill_lower(self, theta, diag_add, K_out):
         K_out[...] = self._at(theta)(self.X)

@@ -432,8 +432,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         covariance = make_covariance(self.kernel_, self.embedding_, warn=False)
         with threads_for(len(self.embedding_)):
             mean, var = predict_mean_var(covariance, self.kernel_.theta, self.L_,
-                                         self.alpha_, X, self.kernel_.diag,
-                                         want_var=return_std)
+                                         self.alpha_, X, want_var=return_std)
         mean = mean * self.scale_ + self.mean_
         if not return_std:
             return mean

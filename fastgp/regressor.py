@@ -383,7 +383,7 @@ class GaussianProcessRegressor(_SklearnGPR):
             return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
         with threads_for(len(A)):
             mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
-                                         self.kernel_.diag, want_var=return_std)
+                                         want_var=return_std)
         if not return_std:
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
