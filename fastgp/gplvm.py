@@ -217,6 +217,11 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         self : GPLVM
+
+        Before the N x N buffer is allocated the memory needed is compared
+        with the memory available (:class:`~fastgp.memory.InsufficientMemoryError`
+        names both and the remedies). A fit that raises leaves a previously
+        fitted estimator exactly as it was.
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
