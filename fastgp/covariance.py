@@ -221,9 +221,10 @@ class LatentCovariance(FastCovariance):
     program : KernelProgram
         ``kernel`` lowered for ``X.shape[1]`` inputs, every leaf with input
         derivatives (:func:`input_derivative_support`; checked here).
-    X : ndarray of shape (n_samples, n_components) float64 C-contiguous
-        Kept by reference, not copied: an optimiser that moves the latent
-        points writes into this array and the next call reads them.
+    X : ndarray of shape (n_samples, n_components)
+        Kept by reference where it is float64, C-contiguous and writeable (an
+        optimiser that moves the latent points writes into this array and the
+        next call reads them), copied otherwise (as FastCovariance does).
 
     Attributes
     ----------
@@ -238,9 +239,6 @@ class LatentCovariance(FastCovariance):
     """
 
     def __init__(self, kernel, program, X):
-        if not (isinstance(X, np.ndarray) and X.dtype == np.float64
-                and X.flags.c_contiguous and X.flags.writeable):
-            raise ValueError("LatentCovariance needs a writeable C-contiguous float64 X")
         super().__init__(kernel, program, X)
         unsupported, self.want_d2 = input_derivative_support(program)
         if unsupported:

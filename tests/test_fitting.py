@@ -182,3 +182,14 @@ def test_fitting_iteration_report_keeps_the_progress_line(capsys):
         "iter    3  -log p(y|X) -1.500000e+00  |grad| 2.500e-01",
         "iter    12  -log p(Y|X)  2.000000e+00  |grad| 1.000e-03",
     ]
+
+
+def test_fitting_gplvm_transforms_from_a_read_only_embedding():
+    # a model loaded with joblib's mmap_mode="r" has read-only arrays
+    gplvm = _fitted_gplvm()
+    Y_new = _latent_data(4, 3, 5)
+    expected = gplvm.transform(Y_new)
+    for name in ("embedding_", "L_", "alpha_"):
+        getattr(gplvm, name).flags.writeable = False
+    np.testing.assert_array_equal(gplvm.transform(Y_new), expected)
+    gplvm.inverse_transform(expected)
