@@ -26,7 +26,7 @@ from bench._measure import interleaved_medians
 def measure(n, repeats):
     from fastgp.latent_objective import LatentNegLogMarginalLikelihood
     from fastgp.linalg import cho_inverse_in_place
-    from fastgp.objective import Workspace
+    from fastgp.fitting import Workspace
 
     rng = np.random.default_rng(0)
     Y = rng.standard_normal((n, 12))

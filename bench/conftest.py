@@ -33,7 +33,8 @@ def regression(request, n):
     """(problem, FastCovariance, NegLogMarginalLikelihood) at theta0, the
     Numba routines already compiled (a small call first)."""
     from fastgp.covariance import make_covariance
-    from fastgp.objective import NegLogMarginalLikelihood, Workspace
+    from fastgp.fitting import Workspace
+    from fastgp.objective import NegLogMarginalLikelihood
 
     def build(size):
         problem = make_problem(request.param, size)

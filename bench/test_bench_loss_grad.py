@@ -26,7 +26,7 @@ def test_bench_gplvm_loss_grad(benchmark, n):
     """How long does one GPLVM loss+gradient take (Y (N, 12), Q = 2: the
     latent and hyperparameter gradients in one fused pass)?"""
     latent = pytest.importorskip("fastgp.latent_objective")
-    from fastgp.objective import Workspace
+    from fastgp.fitting import Workspace
 
     def build(size):
         problem = make_problem("gplvm", size)

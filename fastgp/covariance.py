@@ -1,8 +1,26 @@
-"""Covariance backends: who fills K, its cross-covariance and the gradient trace.
+"""The backend: the one door between fastgp's objectives and its jitted passes.
+
+Every covariance computation an objective or an estimator needs goes through
+the methods of this module's classes, and nothing outside this module (and
+:mod:`fastgp.lowering`) calls into :mod:`fastgp._engine`:
+
+================================  =============================================
+``fill_lower``                    tril(K) + diag(alpha) into the N x N workspace
+``grad_trace``                    sum_ij W_ij dK_ij/dtheta (R&W 2006, eq. 5.9)
+``cross``                         k(X, X*) for prediction
+``prior_cov``                     k(X*, X*) for the joint predictive covariance
+``diag``                          k(x*, x*) for the predictive variance
+``grad_latent`` (latent only)     sum_j W_nj dk(x_n, x_j)/dx_n, with the
+                                  theta trace fused into the same pass
+``diag_with_grad`` (latent only)  k(x*, x*) and its input derivative
+``grad_cross_weighted`` (latent)  sum_i Omega_ic dk(x_i, x*_c)/dx*_c
+================================  =============================================
 
 :class:`FastCovariance` runs a lowered :class:`~fastgp.lowering.KernelProgram`
 through the parallel Numba passes of :mod:`fastgp._engine.passes`: no N x N
 temporaries, the gradient fused into one pass over K^-1's lower triangle.
+:class:`LatentCovariance` adds the input derivatives the GPLVM needs
+(:mod:`fastgp._engine.latent_passes`) and owns their per-block scratch.
 
 :class:`KernelObjectCovariance` calls the scikit-learn kernel object itself,
 for kernels that cannot be lowered (a user's own subclass, PairwiseKernel,
@@ -10,20 +28,31 @@ Matern with another nu, CompoundKernel, kernels on non-vector inputs). It
 gives the same numbers at the price of scikit-learn's memory: the gradient
 needs the (N, N, n_theta) tensor and a full N x N W beside the workspace.
 
-Both expose the same four methods, so the objective and prediction do not care
-which one they hold.
+The regression backends share the first five methods, so the objective and
+prediction do not care which one they hold. Every parallel pass runs under
+:data:`fastgp._engine.config.PARALLEL_LOCK` (Numba's workqueue is not
+thread-safe).
 """
 
 import warnings
 
 import numpy as np
 
+from ._engine import latent_passes as latent_jitted
+from ._engine import opcodes as op
 from ._engine import passes as jitted
 from ._engine.config import PARALLEL_LOCK
 from .lowering import lower_kernel
 
-__all__ = ["make_covariance", "FastCovariance", "KernelObjectCovariance",
-           "SlowKernelWarning"]
+__all__ = ["make_covariance", "FastCovariance", "LatentCovariance",
+           "KernelObjectCovariance", "SlowKernelWarning", "input_derivative_support",
+           "latent_blocks"]
+
+#: Largest number of column blocks of the latent gradient pass (each block
+#: keeps an N x Q partial sum).
+MAX_LATENT_BLOCKS = 64
+
+_OPERATORS = (op.SUM, op.PRODUCT, op.POW)
 
 
 class SlowKernelWarning(UserWarning):
@@ -66,6 +95,13 @@ def _kernel_input(X):
     costs O(n d) and keeps one compiled specialisation per routine.
     """
     return np.require(X, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
+
+
+def _kernel_at(kernel, theta):
+    """``kernel`` itself where ``theta`` is its own (no exp/log round trip to
+    move the last bit), else a clone with ``theta``."""
+    theta = np.asarray(theta, dtype=np.float64)
+    return kernel if np.array_equal(theta, kernel.theta) else kernel.clone_with_theta(theta)
 
 
 class FastCovariance:
@@ -129,6 +165,143 @@ class FastCovariance:
         out[lower[1], lower[0]] = out[lower]
         return out
 
+    def diag(self, theta, X_query):
+        """k(x*, x*) (m,) for each row of X_query, white noise included (the
+        kernel object's ``diag``: O(m), nothing to gain from a pass)."""
+        return _kernel_at(self.kernel, theta).diag(X_query)
+
+
+def input_derivative_support(program):
+    """Which of ``program``'s leaves lack input derivatives, and whether any
+    is non-stationary.
+
+    Returns
+    -------
+    unsupported : list of int
+        Sorted opcodes of leaves that :mod:`fastgp._engine.latent_passes`
+        cannot differentiate with respect to the inputs (empty if none).
+    has_non_stationary : bool
+        Whether some leaf has dk/dx' != -dk/dx (the dot product), so that
+        the latent passes need the second input derivative too.
+    """
+    codes = program.ops[:, op.COL_CODE]
+    leaves = [int(c) for c in codes if c not in _OPERATORS]
+    unsupported = sorted(set(leaves) - set(latent_jitted.SUPPORTED_LEAVES))
+    has_non_stationary = any(c in latent_jitted.NON_STATIONARY_LEAVES for c in leaves)
+    return unsupported, has_non_stationary
+
+
+def latent_blocks(n, n_dims):
+    """Column-block boundaries (n_blocks + 1,) int64 for the latent pass.
+
+    Equal-area blocks of the lower triangle (a subset of
+    :func:`fastgp._engine.passes.column_blocks`' boundaries), at most
+    ``MAX_LATENT_BLOCKS`` of them and few enough that the per-block N x Q
+    partial sums stay small beside the N x N workspace:
+    n_blocks x n_dims <= max(4 n_dims, n / 16). The count depends on n and
+    n_dims only, never on the thread count, so the gradient's bits do not either.
+    """
+    fine = jitted.column_blocks(n)
+    n_fine = fine.size - 1
+    want = max(1, min(MAX_LATENT_BLOCKS, n_fine, max(4, n // (16 * max(n_dims, 1)))))
+    step = -(-n_fine // want)  # ceil
+    bounds = fine[::step]
+    if bounds[-1] != n:
+        bounds = np.append(bounds, n)
+    return np.ascontiguousarray(bounds, dtype=np.int64)
+
+
+class LatentCovariance(FastCovariance):
+    """The fast path with derivatives with respect to the inputs (the GPLVM's
+    latent points), besides the four regression methods.
+
+    Parameters
+    ----------
+    kernel : sklearn kernel
+    program : KernelProgram
+        ``kernel`` lowered for ``X.shape[1]`` inputs, every leaf with input
+        derivatives (:func:`input_derivative_support`; checked here).
+    X : ndarray of shape (n_samples, n_components)
+        Kept by reference where it is float64, C-contiguous and writeable (an
+        optimiser that moves the latent points writes into this array and the
+        next call reads them), copied otherwise (as FastCovariance does).
+
+    Attributes
+    ----------
+    bounds_latent : ndarray (n_blocks + 1,) int64
+        :func:`latent_blocks` of the latent pass.
+    want_d2 : bool
+        Whether the kernel has a non-stationary leaf (second input derivative
+        needed).
+
+    Besides the N x N workspace the latent pass keeps per-block partial sums,
+    ``n_blocks x n_samples x n_components`` floats, allocated once here.
+    """
+
+    def __init__(self, kernel, program, X):
+        super().__init__(kernel, program, X)
+        unsupported, self.want_d2 = input_derivative_support(program)
+        if unsupported:
+            raise ValueError(f"opcode(s) {unsupported} have no input derivative")
+        n, n_dims = self.X.shape
+        self.bounds_latent = latent_blocks(n, n_dims)
+        n_blocks = self.bounds_latent.size - 1
+        self._theta_partial = np.zeros((n_blocks, program.n_theta))
+        self._x_partial = np.zeros((n_blocks, n, n_dims))
+
+    @property
+    def n_blocks(self):
+        return self.bounds_latent.size - 1
+
+    def grad_latent(self, theta, Kinv_lower, A, with_theta=True):
+        """The traces of W against the input and hyperparameter derivatives
+        of K, in one pass over the lower triangle; W = T K^-1 - A A^T.
+
+        Kinv_lower : ndarray (n, n) F-contiguous, K^-1's lower triangle (read)
+        A : ndarray (n, T), K^-1 Y
+        with_theta : bool
+            Reduce the theta trace in the same pass (True) or skip it (False:
+            ``grad_trace`` gives the same numbers in a second pass).
+
+        Returns (trace_x (n, n_components), trace_theta (n_theta,) or None);
+        dL/dx_n = trace_x[n] / 2 (Lawrence 2005, sec. 3) and
+        dL/dtheta = trace_theta / 2 (R&W 2006, eq. 5.9).
+        """
+        p = self.program
+        A_T = np.ascontiguousarray(A.T)
+        with PARALLEL_LOCK:
+            latent_jitted.grad_latent_lower(
+                self.X, p.ops, p.op_float, p.params(theta), p.theta_of_param,
+                p.stack_depth, p.n_theta, bool(with_theta), self.want_d2, Kinv_lower,
+                A_T, self.bounds_latent, self._theta_partial, self._x_partial)
+        trace_theta = self._theta_partial.sum(axis=0) if with_theta else None
+        return self._x_partial.sum(axis=0), trace_theta
+
+    def diag_with_grad(self, theta, X_query):
+        """(k(x*, x*) (m,), dk(x*, x*)/dx* (m, n_components)) for each row x*
+        of X_query (m, n_components); white noise included."""
+        p = self.program
+        Xq = _kernel_input(X_query)
+        m = Xq.shape[0]
+        kdiag = np.empty(m)
+        dkdiag = np.empty((m, self.X.shape[1]))
+        latent_jitted.diag_with_dx(Xq, p.ops, p.op_float, p.params(theta), p.stack_depth,
+                                   self.want_d2, kdiag, dkdiag)
+        return kdiag, dkdiag
+
+    def grad_cross_weighted(self, theta, X_query, weights):
+        """sum_i weights[i, c] dk(x_i, x*_c)/dx*_c (m, n_components) for each
+        row x*_c of X_query (m, n_components), x_i the training inputs;
+        weights (n, m) F-contiguous (read only)."""
+        p = self.program
+        Xq = _kernel_input(X_query)
+        out = np.empty((Xq.shape[0], self.X.shape[1]))
+        with PARALLEL_LOCK:
+            latent_jitted.grad_cross_weighted(self.X, Xq, p.ops, p.op_float,
+                                              p.params(theta), p.stack_depth,
+                                              self.want_d2, weights, out)
+        return out
+
 
 class KernelObjectCovariance:
     """General path: evaluates the scikit-learn kernel object."""
@@ -145,6 +318,9 @@ class KernelObjectCovariance:
 
     def _at(self, theta):
         return self.kernel.clone_with_theta(theta)
+
+    def diag(self, theta, X_query):
+        return _kernel_at(self.kernel, theta).diag(X_query)
 
     def fill_lower(self, theta, diag_add, K_out):
         K_out[...] = self._at(theta)(self.X)

@@ -1,7 +1,12 @@
 """GPLVM: the Gaussian-process latent variable model as a scikit-learn
-transformer, with an exact gradient in one N x N buffer."""
+transformer, with an exact gradient in one N x N buffer.
 
-import warnings
+This module owns the estimator's contract (parameters, the data's centring
+and scaling, the initial latent points, the default kernel, transform and
+inverse_transform, and their messages); the fit itself runs in the fit core
+(:mod:`fastgp.fitting`), the objectives are :mod:`fastgp.latent_objective`'s.
+"""
+
 from numbers import Integral, Real
 
 import numpy as np
@@ -15,25 +20,25 @@ from sklearn.base import (
 from sklearn.gaussian_process.kernels import RBF, Kernel, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.metrics import pairwise_distances_argmin
-from sklearn.preprocessing._data import _handle_zeros_in_scale
 from sklearn.utils import check_array, check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._threads import threads_for
 from .covariance import make_covariance
-from .latent_objective import (
-    LatentNegLogMarginalLikelihood,
-    PredictiveNegLogDensity,
-    latent_fit_bytes,
+from .fitting import (
+    FactorMessages,
+    IterationReport,
+    Workspace,
+    atomic_fit,
+    fit_objective,
+    publish,
 )
-from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
-from .memory import check_memory
-from .objective import Workspace
-from .optimize import minimize_theta
+from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
+from .memory import gplvm_fit_bytes
+from .optimize import minimize_rows, minimize_theta
 from .predictive import predict_mean_var
-from .rowwise_minimize import minimize_rows
+from .validation import Interval, StrOptions, nonzero_scale
 
 __all__ = ["GPLVM"]
 
@@ -58,7 +63,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         \qquad K = k(X, X; \theta) + \alpha I.
 
     The optimiser moves all of X and theta together with the exact gradient
-    (DESIGN.md; Lawrence 2005, sec. 3):
+    (docs/design.md; Lawrence 2005, sec. 3):
     :math:`\partial L / \partial x_n = \sum_j W_{nj}\, \partial k(x_n, x_j) / \partial x_n`
     with :math:`W = D K^{-1} - A A^\top`, :math:`A = K^{-1} Y`. Each
     evaluation fills K into one preallocated N x N buffer, factors and inverts
@@ -212,80 +217,87 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         self : GPLVM
+
+        Before the N x N buffer is allocated the memory needed is compared
+        with the memory available (:class:`~fastgp.memory.InsufficientMemoryError`
+        names both and the remedies). A fit that raises leaves a previously
+        fitted estimator exactly as it was.
         """
-        Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        n_samples = Y.shape[0]
-        Q = self.n_components
-        self.mean_ = Y.mean(axis=0)
-        if self.standardize:
-            self.scale_ = _handle_zeros_in_scale(Y.std(axis=0), copy=False)
-        else:
-            self.scale_ = np.ones(Y.shape[1])
-        Yc = (Y - self.mean_) / self.scale_
-        rng = check_random_state(self.random_state)
-        X0 = self._initial_latent(Yc, rng)
-        self.kernel_ = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
-
-        objective = LatentNegLogMarginalLikelihood(
-            self.kernel_, Yc, Q, self.alpha, Workspace(n_samples))
-        # before the N x N workspace exists: say so rather than be killed
-        check_memory(latent_fit_bytes(n_samples, Y.shape[1], Q), n_samples=n_samples,
-                     operation="Fitting GPLVM",
-                     remedies=["fit on a random subset of the rows and place the "
-                               "others with transform",
-                               "use a machine with more memory"])
-        z0 = objective.pack(X0, self.kernel_.theta)
-        with threads_for(n_samples):
-            z, self.n_iter_ = self._optimize(objective, z0)
-        self.n_evaluations_ = objective.n_evaluations
-        X_fit, theta = objective.unpack(z)
-        self.embedding_ = np.array(X_fit)
-        if self.kernel_.n_dims > 0:
-            self.kernel_.theta = theta
-
-        # the factor at the chosen point, in the workspace the optimiser used
-        with threads_for(n_samples):
-            L, A, value, self.jitter_ = self._final_factor(objective, z)
-        for j in range(1, n_samples):  # zero the strict upper triangle
-            L[:j, j] = 0.0
-        self.L_ = objective.workspace.release()
-        self.alpha_ = A
-        self.log_marginal_likelihood_value_ = -float(value)
-        self._Y_fit = Yc
+        # every fitted attribute is published at once, at the end: a fit that
+        # raises leaves a previously fitted estimator as it was
+        with atomic_fit(self):
+            publish(self, self._fit(X))
         return self
 
-    def _final_factor(self, objective, z):
-        """(L, A, value, jitter) at the fitted point, with jitter if K is not
-        numerically positive definite there."""
-        try:
-            L, A, value, jitter = objective.factor_with_jitter(z)
-        except NonFiniteMatrixError as exc:
-            raise ValueError(
-                f"The kernel, {self.kernel_}, returns non-finite values (NaN or "
+    def _fit(self, X):
+        """The fit's work; returns the fitted attributes (name -> value)."""
+        Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        n_samples, n_features = Y.shape
+        Q = self.n_components
+        mean = Y.mean(axis=0)
+        scale = nonzero_scale(Y.std(axis=0)) if self.standardize else np.ones(n_features)
+        Yc = (Y - mean) / scale
+        rng = check_random_state(self.random_state)
+        X0 = self._initial_latent(Yc, rng)
+        kernel = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
+        objective = LatentNegLogMarginalLikelihood(kernel, Yc, Q, self.alpha,
+                                                   Workspace(n_samples))
+
+        def optimize():
+            # sets kernel's theta to the optimum's; (z, iterations)
+            z, n_iter = self._optimize(objective, kernel, objective.pack(X0, kernel.theta))
+            if kernel.n_dims > 0:
+                kernel.theta = objective.unpack(z)[1]
+            return z, n_iter
+
+        # the factor at the chosen point, in the workspace the optimiser used
+        fitted = fit_objective(
+            objective, optimize,
+            needed_bytes=gplvm_fit_bytes(n_samples, n_features, Q,
+                                         objective.covariance.n_blocks),
+            operation="Fitting GPLVM",
+            remedies=["fit on a random subset of the rows and place the "
+                      "others with transform",
+                      "use a machine with more memory"],
+            messages=self._factor_messages(kernel))
+        X_fit, _ = objective.unpack(fitted.point)
+        return {
+            "mean_": mean,
+            "scale_": scale,
+            "kernel_": kernel,
+            "n_iter_": fitted.n_iterations,
+            "n_evaluations_": fitted.n_evaluations,
+            "embedding_": np.array(X_fit),
+            "jitter_": fitted.jitter,
+            "L_": fitted.L,
+            "alpha_": fitted.A,
+            "log_marginal_likelihood_value_": -fitted.value,
+            "_Y_fit": Yc,
+        }
+
+    @staticmethod
+    def _factor_messages(kernel):
+        """What the final factor's failures tell the user: they name the
+        kernel (at its fitted hyperparameters) and what to do."""
+        return FactorMessages(
+            non_finite=lambda: (
+                f"The kernel, {kernel}, returns non-finite values (NaN or "
                 "infinity) at the fitted latent points. Check the kernel's "
-                "hyperparameters and their bounds.", str(exc)
-            ) from exc
-        except NotPositiveDefiniteError as exc:
-            raise np.linalg.LinAlgError(
-                f"The kernel, {self.kernel_}, is not returning a positive definite "
+                "hyperparameters and their bounds."),
+            not_positive_definite=lambda jitter: (
+                f"The kernel, {kernel}, is not returning a positive definite "
                 "matrix at the fitted latent points, even with jitter. Add a "
-                "WhiteKernel to it (the model's noise) or increase alpha.", str(exc)
-            ) from exc
-        if jitter > 0.0:
-            warnings.warn(
-                f"The covariance of the kernel, {self.kernel_}, is not numerically "
+                "WhiteKernel to it (the model's noise) or increase alpha."),
+            jitter=lambda jitter: (
+                f"The covariance of the kernel, {kernel}, is not numerically "
                 "positive definite at the fitted latent points, so fastgp added "
                 f"jitter {jitter:.3g} to its diagonal on top of alpha; L_, alpha_ "
                 "and log_marginal_likelihood_value_ include it (jitter_). Add a "
-                "WhiteKernel or increase alpha to avoid it.",
-                JitterWarning,
-                stacklevel=3,
-            )
-        if not (np.isfinite(value) and np.all(np.isfinite(A))):
-            raise ValueError(
+                "WhiteKernel or increase alpha to avoid it."),
+            overflow=lambda: (
                 "The log marginal likelihood is not finite at the fitted point: the "
-                "data overflow float64. Rescale them, or use standardize=True.")
-        return L, A, value, jitter
+                "data overflow float64. Rescale them, or use standardize=True."),
+        )
 
     def fit_transform(self, X, y=None):
         """Fit the model to X and return the latent points.
@@ -324,7 +336,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             k = min(Q, rank)
             X0[:, :k] = U[:, :k] * S[:k]
         X0 -= X0.mean(axis=0)
-        X0 /= _handle_zeros_in_scale(X0.std(axis=0), copy=False)
+        X0 /= nonzero_scale(X0.std(axis=0))
         return X0
 
     def _default_kernel(self, Yc):
@@ -336,7 +348,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 * RBF(np.ones(self.n_components), length_scale_bounds=(1e-5, 1e5))
                 + WhiteKernel(0.1 * v, noise_level_bounds=(1e-6 * v, 1e5 * v)))
 
-    def _optimize(self, objective, z0):
+    def _optimize(self, objective, kernel, z0):
         """Minimise the objective from z0 (fastgp.optimize.minimize_theta,
         shared with the regressor); returns (best z evaluated, iterations)."""
         if self.max_iter == 0:
@@ -344,16 +356,12 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         n_x = objective.X.size
         bounds = np.empty((z0.size, 2))
         bounds[:n_x] = (-np.inf, np.inf)  # latent points are unbounded
-        if self.kernel_.n_dims > 0:  # an all-fixed kernel's bounds are shape (0,)
-            bounds[n_x:] = self.kernel_.bounds
-        report = self._report if self.verbose else None
+        if kernel.n_dims > 0:  # an all-fixed kernel's bounds are shape (0,)
+            bounds[n_x:] = kernel.bounds
+        report = IterationReport("-log p(Y|X)", 5) if self.verbose else None
         result = minimize_theta(objective, z0, bounds, self.optimizer, report,
                                 max_iter=self.max_iter, tol=self.tol)
         return result.theta, result.n_iterations
-
-    def _report(self, iteration, value, grad_norm):
-        print(f"iter {iteration:5d}  -log p(Y|X) {value: .6e}  |grad| {grad_norm:.3e}",
-              flush=True)
 
     # ------------------------------------------------------------ transform
     def transform(self, X):
@@ -429,8 +437,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         covariance = make_covariance(self.kernel_, self.embedding_, warn=False)
         with threads_for(len(self.embedding_)):
             mean, var = predict_mean_var(covariance, self.kernel_.theta, self.L_,
-                                         self.alpha_, X, self.kernel_.diag,
-                                         want_var=return_std)
+                                         self.alpha_, X, want_var=return_std)
         mean = mean * self.scale_ + self.mean_
         if not return_std:
             return mean

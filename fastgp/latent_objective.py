@@ -16,10 +16,11 @@ as a function of z = [X.ravel(), theta], with its gradient
 It is the regression objective (:class:`fastgp.objective.NegLogMarginalLikelihood`,
 T = D outputs) on a latent-point buffer that the optimiser moves: the same
 fill, the same in-place dpotrf/dpotrs/dpotri in one N x N workspace, then one
-fused parallel pass (:func:`fastgp._engine.latent_passes.grad_latent_lower`) that reduces W
+fused parallel pass (the backend's
+:meth:`~fastgp.covariance.LatentCovariance.grad_latent`) that reduces W
 against the hyperparameter and the latent derivatives of K at once. Besides the
-workspace it holds O(N (Q + D)) floats and per-block partial sums of at most
-``n_blocks x N x Q`` floats, with ``n_blocks x Q <= max(4 Q, N / 16)``.
+workspace it holds O(N (Q + D)) floats and the backend's per-block partial sums
+of at most ``n_blocks x N x Q`` floats, with ``n_blocks x Q <= max(4 Q, N / 16)``.
 
 :class:`PredictiveNegLogDensity` places new data in a fitted latent space (what
 GPy calls ``infer_newX``): for a new row y* and a candidate latent point x*,
@@ -33,41 +34,34 @@ the noise of a new observation included):
 
 and its gradient in x*, for many rows at once, each row independent of the
 others.
+
+This module owns the mathematics of the two objectives; the covariance passes
+are the backend's (:class:`fastgp.covariance.LatentCovariance`) and the
+linear algebra is :mod:`fastgp.linalg`'s.
 """
 
 import math
 
 import numpy as np
-from scipy.linalg import lapack
 
-from ._engine import latent_passes as _latent
-from ._engine import opcodes as op
-from ._engine.passes import column_blocks
-from ._engine.config import PARALLEL_LOCK
-from .covariance import FastCovariance
+from .covariance import LatentCovariance, input_derivative_support
+from .linalg import cho_solve_in_place
 from .lowering import lower_kernel
 from .objective import NegLogMarginalLikelihood, guarded_value, guarded_value_and_grad
 
 __all__ = [
-    "latent_fit_bytes",
     "lower_latent_kernel",
-    "latent_blocks",
     "LatentNegLogMarginalLikelihood",
     "PredictiveNegLogDensity",
 ]
 
-#: Largest number of column blocks of the latent gradient pass (each block
-#: keeps an N x Q partial sum).
-MAX_LATENT_BLOCKS = 64
-
 _LOG_2PI = math.log(2.0 * math.pi)
-
-_OPERATORS = (op.SUM, op.PRODUCT, op.POW)
 
 
 def lower_latent_kernel(kernel, n_components):
     """Lower ``kernel`` for Q = ``n_components`` latent dimensions and check
-    that every leaf has input derivatives (:mod:`fastgp._engine.latent_passes`).
+    that every leaf has input derivatives
+    (:func:`fastgp.covariance.input_derivative_support`).
 
     Returns
     -------
@@ -89,49 +83,14 @@ def lower_latent_kernel(kernel, n_components):
             "1.5, 2.5, inf), RationalQuadratic, ExpSineSquared, DotProduct (or "
             "fastgp.kernels' RationalQuadratic and ExpSineSquared) with +, * and **."
         )
-    codes = program.ops[:, op.COL_CODE]
-    leaves = [int(c) for c in codes if c not in _OPERATORS]
-    unsupported = sorted(set(leaves) - set(_latent.SUPPORTED_LEAVES))
+    unsupported, has_non_stationary = input_derivative_support(program)
     if unsupported:
         raise ValueError(
             f"GPLVM cannot differentiate {kernel!r} with respect to the latent "
             f"points: opcode(s) {unsupported} have no input derivative in "
             "fastgp._engine.latent_passes. Use the kernels listed in docs/gplvm.md."
         )
-    has_non_stationary = any(c in _latent.NON_STATIONARY_LEAVES for c in leaves)
     return program, has_non_stationary
-
-
-def latent_fit_bytes(n_samples, n_features, n_components):
-    """Peak extra bytes of a GPLVM fit: the N x N workspace, the per-block
-    N x Q partial sums of the latent pass, O(N (D + Q)) vectors (the data's
-    copies, A, the SVD of the PCA start, the optimiser's vectors and L-BFGS's
-    ten correction pairs over N Q + P unknowns), and 8 MiB of fixed cost
-    (measured: a fit at N = 2,000, D = 12 peaked 9 MiB above its workspace,
-    bench/bench_gplvm_memory.py)."""
-    n, d, q = int(n_samples), int(n_features), int(n_components)
-    n_blocks = latent_blocks(n, q).size - 1
-    return 8 * 2**20 + 8 * (n * n + n_blocks * n * q + n * (6 * d + 30 * q + 4))
-
-
-def latent_blocks(n, n_dims):
-    """Column-block boundaries (n_blocks + 1,) int64 for the latent pass.
-
-    Equal-area blocks of the lower triangle (a subset of
-    :func:`fastgp._engine.passes.column_blocks`' boundaries), at most
-    ``MAX_LATENT_BLOCKS`` of them and few enough that the per-block N x Q
-    partial sums stay small beside the N x N workspace:
-    n_blocks x n_dims <= max(4 n_dims, n / 16). The count depends on n and
-    n_dims only, never on the thread count, so the gradient's bits do not either.
-    """
-    fine = column_blocks(n)
-    n_fine = fine.size - 1
-    want = max(1, min(MAX_LATENT_BLOCKS, n_fine, max(4, n // (16 * max(n_dims, 1)))))
-    step = -(-n_fine // want)  # ceil
-    bounds = fine[::step]
-    if bounds[-1] != n:
-        bounds = np.append(bounds, n)
-    return np.ascontiguousarray(bounds, dtype=np.int64)
 
 
 class LatentNegLogMarginalLikelihood:
@@ -147,7 +106,7 @@ class LatentNegLogMarginalLikelihood:
         Latent dimension Q.
     diag_add : float or ndarray of shape (n_samples,)
         Added to K's diagonal (jitter).
-    workspace : fastgp.objective.Workspace
+    workspace : fastgp.fitting.Workspace
         Holds the N x N buffer; overwritten by every call.
     fused : bool, default=True
         Reduce the hyperparameter and latent gradients in one pass over the
@@ -168,17 +127,13 @@ class LatentNegLogMarginalLikelihood:
         Y = np.asarray(Y, dtype=np.float64)
         n = Y.shape[0]
         self.n_components = int(n_components)
-        self.program, self.want_d2 = lower_latent_kernel(kernel, self.n_components)
+        self.program, _ = lower_latent_kernel(kernel, self.n_components)
         self.X = np.zeros((n, self.n_components))
-        self.covariance = FastCovariance(kernel, self.program, self.X)
+        self.covariance = LatentCovariance(kernel, self.program, self.X)
         if self.covariance.X is not self.X:  # the covariance must read our buffer
-            raise AssertionError("FastCovariance copied the latent buffer")
+            raise AssertionError("LatentCovariance copied the latent buffer")
         self.nlml = NegLogMarginalLikelihood(self.covariance, Y, diag_add, workspace)
         self.fused = bool(fused)
-        self.bounds = latent_blocks(n, self.n_components)
-        n_blocks = self.bounds.size - 1
-        self._theta_partial = np.zeros((n_blocks, self.program.n_theta))
-        self._x_partial = np.zeros((n_blocks, n, self.n_components))
         self.n_evaluations = 0
 
     @property
@@ -240,20 +195,11 @@ class LatentNegLogMarginalLikelihood:
         """(dL/dX (n_samples, n_components), dL/dtheta (n_theta,)) from K^-1's
         lower triangle (n, n) F-contiguous and A = K^-1 Y, at the latent
         points in ``self.X``."""
-        p = self.program
-        params = p.params(theta)
-        A_T = np.ascontiguousarray(A.T)
-        with PARALLEL_LOCK:
-            _latent.grad_latent_lower(
-                self.X, p.ops, p.op_float, params, p.theta_of_param,
-                p.stack_depth, p.n_theta, self.fused, self.want_d2, Kinv_lower, A_T,
-                self.bounds, self._theta_partial, self._x_partial)
-        if self.fused:
-            grad_theta = 0.5 * self._theta_partial.sum(axis=0)
-        else:
-            grad_theta = 0.5 * self.covariance.grad_trace(theta, Kinv_lower, A)
-        grad_x = 0.5 * self._x_partial.sum(axis=0)
-        return grad_x, grad_theta
+        trace_x, trace_theta = self.covariance.grad_latent(theta, Kinv_lower, A,
+                                                           with_theta=self.fused)
+        if trace_theta is None:
+            trace_theta = self.covariance.grad_trace(theta, Kinv_lower, A)
+        return 0.5 * trace_x, 0.5 * trace_theta
 
 
 class PredictiveNegLogDensity:
@@ -281,10 +227,9 @@ class PredictiveNegLogDensity:
     def __init__(self, kernel, X_train, L, A, Y_new, chunk_bytes=16 * 2**20):
         X_train = np.ascontiguousarray(X_train, dtype=np.float64)
         self.n_components = X_train.shape[1]
-        self.program, self.want_d2 = lower_latent_kernel(kernel, self.n_components)
-        self.params = self.program.params(kernel.theta)
+        self.program, _ = lower_latent_kernel(kernel, self.n_components)
         self.theta = np.asarray(kernel.theta, dtype=np.float64)
-        self.covariance = FastCovariance(kernel, self.program, X_train)
+        self.covariance = LatentCovariance(kernel, self.program, X_train)
         self.L = L
         self.A = np.ascontiguousarray(A, dtype=np.float64)
         self.Y_new = np.ascontiguousarray(Y_new, dtype=np.float64)
@@ -304,19 +249,11 @@ class PredictiveNegLogDensity:
         return values, grads
 
     def _evaluate(self, Xq, Yq):
-        p = self.program
-        m = Xq.shape[0]
         D = Yq.shape[1]
         Kt = self.covariance.cross(self.theta, Xq)  # (n, m) F
         mean = Kt.T @ self.A  # (m, D)
-        U = np.array(Kt, order="F", copy=True)
-        U, info = lapack.dpotrs(self.L, U, lower=1, overwrite_b=1)  # K^-1 k*
-        if info != 0:
-            raise ValueError(f"dpotrs: illegal argument {-info}")
-        kdiag = np.empty(m)
-        dkdiag = np.empty((m, self.n_components))
-        _latent.diag_with_dx(Xq, p.ops, p.op_float, self.params, p.stack_depth,
-                             self.want_d2, kdiag, dkdiag)
+        U = cho_solve_in_place(self.L, np.array(Kt, order="F", copy=True))  # K^-1 k*
+        kdiag, dkdiag = self.covariance.diag_with_grad(self.theta, Xq)
         s2 = kdiag - np.einsum("ij,ij->j", Kt, U)
         # rounding can leave a noise-free variance at or below zero
         s2 = np.maximum(s2, 1e-12 * np.maximum(kdiag, 1e-300))
@@ -329,10 +266,6 @@ class PredictiveNegLogDensity:
         Omega = (resid @ self.A.T).T  # (n, m), F-contiguous without a copy
         Omega *= -1.0 / s2
         Omega -= 2.0 * coef * U
-        grads = np.empty((m, self.n_components))
-        with PARALLEL_LOCK:
-            _latent.grad_cross_weighted(self.covariance.X, Xq, p.ops, p.op_float,
-                                        self.params, p.stack_depth, self.want_d2,
-                                        Omega, grads)
+        grads = self.covariance.grad_cross_weighted(self.theta, Xq, Omega)
         grads += coef[:, None] * dkdiag
         return values, grads

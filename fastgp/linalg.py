@@ -21,6 +21,7 @@ __all__ = [
     "rank_tolerance",
     "cholesky_in_place",
     "cho_solve_factor",
+    "cho_solve_in_place",
     "cho_inverse_in_place",
     "solve_lower_in_place",
     "log_det_from_factor",
@@ -86,6 +87,16 @@ def cho_solve_factor(L, Y):
     if info != 0:
         raise ValueError(f"dpotrs: illegal argument {-info}")
     return np.ascontiguousarray(X)
+
+
+def cho_solve_in_place(L, B):
+    """Overwrite ``B`` (n, m) float64 F-contiguous with K^-1 B (dpotrs), L
+    (n, n) F-contiguous holding the lower Cholesky factor of K (read only)."""
+    X, info = lapack.dpotrs(L, B, lower=1, overwrite_b=1)
+    _check_same(X, B, "dpotrs")
+    if info != 0:
+        raise ValueError(f"dpotrs: illegal argument {-info}")
+    return B
 
 
 def cho_inverse_in_place(L):

@@ -1,6 +1,9 @@
 """Memory: how much an operation will need, how much the machine has now, and
 the check between the two that runs before any N x N buffer is allocated.
 
+Every estimate of fastgp's peak memory lives here (``*_bytes``); the
+estimators and :mod:`fastgp.fitting` call :func:`check_memory` with them.
+
 The people fastgp is for were killed by the operating system's out-of-memory
 killer at N = 10,000 and never told why. A killed process gives no traceback
 and loses the session; a :class:`InsufficientMemoryError` (a ``MemoryError``)
@@ -53,6 +56,7 @@ __all__ = [
     "memory_check_enabled",
     "format_bytes",
     "fit_bytes",
+    "gplvm_fit_bytes",
     "log_marginal_likelihood_bytes",
     "predict_cov_bytes",
     "sample_y_bytes",
@@ -318,7 +322,7 @@ _FIXED = 2**20
 
 
 def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
-    """Peak extra bytes of a fit (DESIGN.md, "One N x N buffer").
+    """Peak extra bytes of a fit (docs/design.md, "One N x N buffer").
 
     Fast path: the N x N workspace plus O(N (d + T)) vectors (X and y copies,
     A = K^-1 y, the diagonal). General path (a kernel object fastgp cannot
@@ -330,6 +334,18 @@ def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
     if not fast:
         total += _F8 * n * n * (int(n_theta) + 3)
     return total
+
+
+def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
+    """Peak extra bytes of a GPLVM fit: the N x N workspace, the latent pass's
+    ``n_blocks`` per-block N x Q partial sums
+    (:func:`fastgp.covariance.latent_blocks`), O(N (D + Q)) vectors (the
+    data's copies, A, the SVD of the PCA start, the optimiser's vectors and
+    L-BFGS's ten correction pairs over N Q + P unknowns), and 8 MiB of fixed
+    cost (measured: a fit at N = 2,000, D = 12 peaked 9 MiB above its
+    workspace, bench/bench_gplvm_memory.py)."""
+    n, d, q = int(n_samples), int(n_features), int(n_components)
+    return 8 * 2**20 + _F8 * (n * n + int(n_blocks) * n * q + n * (6 * d + 30 * q + 4))
 
 
 def log_marginal_likelihood_bytes(n_samples, n_targets, n_theta, eval_gradient, fast=True):

@@ -1,6 +1,6 @@
 """The negative log marginal likelihood and its gradient, in one N x N buffer.
 
-For K = k(X, X; theta) + diag(alpha) and targets Y (N, T), DESIGN.md and
+For K = k(X, X; theta) + diag(alpha) and targets Y (N, T), docs/design.md and
 Rasmussen & Williams (2006) eq. 2.30 and 5.9 give
 
     L        = 1/2 tr(Y^T K^-1 Y) + T/2 log|K| + N T/2 log(2 pi)
@@ -9,8 +9,13 @@ Rasmussen & Williams (2006) eq. 2.30 and 5.9 give
 One evaluation with gradient: fill K's lower triangle into the workspace,
 dpotrf in place (the factor L), A = K^-1 Y by dpotrs, log|K| from diag(L),
 dpotri in place (K^-1's lower triangle), then one fused pass that forms W entry
-by entry and reduces it against dK recomputed on the fly. The workspace is
-allocated once and reused by every call.
+by entry and reduces it against dK recomputed on the fly. The workspace
+(:class:`fastgp.fitting.Workspace`) is allocated once and reused by every call.
+
+This module owns the regression objective's mathematics and the guarded
+evaluation (inf where K is not positive definite) that the GPLVM's objective
+shares; the covariance passes are the backend's (:mod:`fastgp.covariance`)
+and the linear algebra :mod:`fastgp.linalg`'s.
 """
 
 import math
@@ -25,10 +30,7 @@ from .linalg import (
     cholesky_with_jitter,
     log_det_from_factor,
 )
-from .memory import check_memory
-
-__all__ = ["Workspace", "NegLogMarginalLikelihood", "guarded_value",
-           "guarded_value_and_grad"]
+__all__ = ["NegLogMarginalLikelihood", "guarded_value", "guarded_value_and_grad"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -64,43 +66,6 @@ def guarded_value_and_grad(factor, gradient, params):
     return value, grad
 
 
-class Workspace:
-    """The one N x N float64 buffer (F-contiguous, LAPACK's layout) that a fit
-    reuses for K, its factor L and K^-1 in turn. Allocated on first use.
-
-    Before allocating, :func:`fastgp.memory.check_memory` compares its 8 N^2
-    bytes with the memory available and raises
-    :class:`~fastgp.memory.InsufficientMemoryError` if it will not fit, so
-    every user of a Workspace (regression, the GPLVM) is covered. Estimators
-    check their whole estimate earlier, with remedies of their own; this is
-    the backstop.
-    """
-
-    def __init__(self, n):
-        self.n = int(n)
-        self._buffer = None
-
-    @property
-    def nbytes(self):
-        return 8 * self.n * self.n
-
-    def buffer(self):
-        if self._buffer is None:
-            check_memory(self.nbytes, n_samples=self.n,
-                         operation="Allocating fastgp's N x N workspace",
-                         remedies=["use fewer samples (a random subset, or "
-                                   "aggregate neighbouring points)",
-                                   "use a machine with more memory"])
-            self._buffer = np.empty((self.n, self.n), dtype=np.float64, order="F")
-        return self._buffer
-
-    def release(self):
-        """Hand the buffer to the caller (for example as the kept factor L_)
-        and forget it, so the next use allocates anew."""
-        buffer, self._buffer = self._buffer, None
-        return buffer
-
-
 class NegLogMarginalLikelihood:
     """``f(theta) -> (L, dL/dtheta)`` for ``scipy.optimize.minimize(jac=True)``.
 
@@ -112,7 +77,7 @@ class NegLogMarginalLikelihood:
         Targets, already normalised if the estimator normalises.
     diag_add : ndarray of shape (n_samples,)
         Added to K's diagonal (scikit-learn's ``alpha``).
-    workspace : Workspace
+    workspace : fastgp.fitting.Workspace
         Holds the N x N buffer; overwritten by every call.
 
     Where K is not positive definite (dpotrf fails) or a value is not finite,

@@ -1,4 +1,7 @@
-"""Posterior predictive moments from a kept Cholesky factor, in chunks.
+"""Posterior predictive moments from a kept Cholesky factor, in chunks: the
+one place both estimators' predictions (regression's predict, the GPLVM's
+inverse_transform) are computed, through the backend (fastgp.covariance)
+and fastgp.linalg.
 
 Rasmussen & Williams (2006), Algorithm 2.1, lines 4 to 6, for query points
 X* (m, d), training factor L (K = L L^T) and A = K^-1 Y:
@@ -32,13 +35,12 @@ def chunk_rows(n_train, chunk_bytes=None):
     return max(1, int(chunk_bytes // (8 * max(n_train, 1))))
 
 
-def predict_mean_var(covariance, theta, L, A, X_query, diag_query, want_var):
+def predict_mean_var(covariance, theta, L, A, X_query, want_var):
     """Mean (m, T) and, if ``want_var``, latent variance (m,) at X_query.
 
     covariance : FastCovariance or KernelObjectCovariance over the training X
+        (its ``diag`` includes white noise, as scikit-learn's ``kernel.diag``)
     L : (n, n) F-contiguous lower Cholesky factor; A : (n, T)
-    diag_query : callable X_chunk -> k(x, x) for each row (includes white noise,
-        as scikit-learn's ``kernel.diag``); called only if ``want_var``.
     """
     m = len(X_query)
     mean = np.empty((m, A.shape[1]))
@@ -50,7 +52,8 @@ def predict_mean_var(covariance, theta, L, A, X_query, diag_query, want_var):
         mean[start:stop] = Kt.T @ A
         if want_var:
             V = solve_lower_in_place(L, Kt)
-            var[start:stop] = diag_query(X_query[start:stop]) - np.einsum("ij,ij->j", V, V)
+            var[start:stop] = (covariance.diag(theta, X_query[start:stop])
+                               - np.einsum("ij,ij->j", V, V))
     return mean, var
 
 

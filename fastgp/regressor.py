@@ -1,23 +1,33 @@
 """GaussianProcessRegressor: scikit-learn's estimator, with fastgp's
-one-buffer likelihood, gradient and prediction underneath."""
+one-buffer likelihood, gradient and prediction underneath.
+
+This module owns the estimator's contract (parameters, validation, targets'
+normalisation, prediction, sample_y, log_marginal_likelihood and their
+messages); the fit itself runs in the fit core (:mod:`fastgp.fitting`).
+"""
 
 import math
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor as _SklearnGPR
-from sklearn.gaussian_process.kernels import RBF
+from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _num_samples, validate_data
+from sklearn.utils.validation import validate_data
 
 from ._threads import threads_for
 from .covariance import make_covariance
-from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
+from .fitting import (
+    FactorMessages,
+    IterationReport,
+    Workspace,
+    atomic_fit,
+    fit_objective,
+    publish,
+)
 from .memory import (
     check_memory,
     fit_bytes,
@@ -25,12 +35,15 @@ from .memory import (
     predict_cov_bytes,
     sample_y_bytes,
 )
-from .objective import NegLogMarginalLikelihood, Workspace
-from .optimize import minimize_theta
+from .objective import NegLogMarginalLikelihood
+from .optimize import minimize_with_restarts
 from .predictive import predict_mean_cov, predict_mean_var
 from .validation import (
+    Interval,
+    StrOptions,
     check_finite_result,
     check_kernel_hyperparameters,
+    count_samples,
     diagonal_addition,
     target_moments,
 )
@@ -40,13 +53,6 @@ __all__ = ["GaussianProcessRegressor"]
 #: ``_validate_X``'s marker for "validate X alone" (predict), as opposed to a y
 #: that may be None (fit).
 _NO_TARGETS = object()
-
-
-def _zero_strict_upper(B):
-    """Zero the strict upper triangle of the square F-contiguous ``B`` in place
-    (column slices: no N x N temporary)."""
-    for j in range(1, B.shape[1]):
-        B[:j, j] = 0.0
 
 
 class GaussianProcessRegressor(_SklearnGPR):
@@ -145,9 +151,16 @@ class GaussianProcessRegressor(_SklearnGPR):
     True
     """
 
+    # scikit-learn's constraints for its parameters, and fastgp's "CG" and verbose
     _parameter_constraints: dict = {
-        **_SklearnGPR._parameter_constraints,
+        "kernel": [None, Kernel],
+        "alpha": [Interval(Real, 0, None, closed="left"), np.ndarray],
         "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"}), callable, None],
+        "n_restarts_optimizer": [Interval(Integral, 0, None, closed="left")],
+        "normalize_y": ["boolean"],
+        "copy_X_train": ["boolean"],
+        "n_targets": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None, closed="left"), "boolean"],
     }
 
@@ -197,10 +210,6 @@ class GaussianProcessRegressor(_SklearnGPR):
         infinite or negative entries are a ValueError."""
         return diagonal_addition(self.alpha, n_samples)
 
-    def _report(self, iteration, value, grad_norm):
-        print(f"iter {iteration:4d}  -log p(y|X) {value: .6e}  |grad| {grad_norm:.3e}",
-              flush=True)
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the Gaussian process: optimise the kernel's hyperparameters by
@@ -215,6 +224,14 @@ class GaussianProcessRegressor(_SklearnGPR):
         -------
         self : GaussianProcessRegressor
         """
+        # every fitted attribute is published at once, at the end: a fit that
+        # raises leaves a previously fitted estimator as it was
+        with atomic_fit(self):
+            publish(self, self._fit(X, y))
+        return self
+
+    def _fit(self, X, y):
+        """The fit's work; returns the fitted attributes (name -> value)."""
         kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
         check_kernel_hyperparameters(kernel)
         rng = check_random_state(self.random_state)
@@ -238,118 +255,83 @@ class GaussianProcessRegressor(_SklearnGPR):
         X_train = np.copy(X) if self.copy_X_train else X
         y_train = np.copy(y) if self.copy_X_train else y
         covariance = make_covariance(kernel, X_train)
-        # Before the N x N workspace exists (issue 6): say so now rather than
-        # be killed by the operating system during the allocation.
-        check_memory(
-            fit_bytes(n_samples, np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1,
-                      n_targets_seen, kernel.n_dims, fast=covariance.is_fast),
-            n_samples=n_samples, operation="Fitting GaussianProcessRegressor",
+        objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
+                                             Workspace(n_samples))
+
+        def optimize():
+            # sets kernel's theta to the best run's; (theta, iterations of that run)
+            if self.optimizer is None or kernel.n_dims == 0:
+                return kernel.theta, 0
+            best = minimize_with_restarts(
+                objective, kernel.theta, kernel.bounds, self.optimizer,
+                self.n_restarts_optimizer, rng,
+                IterationReport("-log p(y|X)", 4) if self.verbose else None)
+            if not math.isfinite(best.value):
+                return kernel.theta, 0
+            kernel.theta = best.theta
+            kernel._check_bounds_params()
+            return kernel.theta, best.n_iterations
+
+        # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
+        # in the workspace the optimiser used; that buffer becomes L_.
+        fitted = fit_objective(
+            objective, optimize,
+            needed_bytes=fit_bytes(
+                n_samples, np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1,
+                n_targets_seen, kernel.n_dims, fast=covariance.is_fast),
+            operation="Fitting GaussianProcessRegressor",
             remedies=["fit on fewer samples (a random subset, or average "
                       "neighbouring points)",
                       "use a machine with more memory"]
                      + ([] if covariance.is_fast else
                         ["use a kernel on fastgp's fast path, whose gradient needs "
-                         "no (N, N, n_hyperparameters) tensor"]))
-        objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
-                                             Workspace(n_samples))
-        n_iter = 0
-        with threads_for(n_samples):
-            if self.optimizer is not None and kernel.n_dims > 0:
-                n_iter = self._optimize(kernel, objective, rng)
+                         "no (N, N, n_hyperparameters) tensor"]),
+            messages=self._factor_messages(kernel, y_train))
+        return {
+            "kernel_": kernel,
+            "_rng": rng,
+            "_y_train_mean": y_mean,
+            "_y_train_std": y_std,
+            "X_train_": X_train,
+            "y_train_": y_train,
+            "n_iter_": fitted.n_iterations,
+            "n_evaluations_": fitted.n_evaluations,
+            "L_": fitted.L,
+            "alpha_": fitted.A.reshape(y_train.shape),
+            "jitter_": fitted.jitter,
+            "log_marginal_likelihood_value_": -fitted.value,
+        }
 
-            # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
-            # in the workspace the optimiser used; that buffer becomes L_.
-            L, A, value, jitter = self._final_factor(kernel, objective, y_train)
-        _zero_strict_upper(L)
-
-        # Assigned only now, so that a fit that raises leaves a previously
-        # fitted estimator consistent (kernel_, L_ and alpha_ from one fit).
-        self.kernel_ = kernel
-        self._rng = rng
-        self._y_train_mean, self._y_train_std = y_mean, y_std
-        self.X_train_, self.y_train_ = X_train, y_train
-        self.n_iter_ = n_iter
-        self.n_evaluations_ = objective.n_evaluations
-        self.L_ = objective.workspace.release()
-        self.alpha_ = A.reshape(y_train.shape)
-        self.jitter_ = jitter
-        self.log_marginal_likelihood_value_ = -value
-        return self
-
-    def _final_factor(self, kernel, objective, y_train):
-        """(L, A, value, jitter) at kernel.theta, with jitter if needed; the
-        failures become errors that name the kernel and what to do."""
-        try:
-            L, A, value, jitter = objective.factor_with_jitter(kernel.theta)
-        except NonFiniteMatrixError as exc:
-            raise ValueError(
+    @staticmethod
+    def _factor_messages(kernel, y_train):
+        """What the final factor's failures tell the user: they name the
+        kernel (at its fitted hyperparameters) and what to do."""
+        return FactorMessages(
+            non_finite=lambda: (
                 f"The kernel, {kernel}, returns non-finite values (NaN or infinity) "
                 "on the training inputs at its hyperparameters. Rescale X, or check "
-                "the kernel's hyperparameters and their bounds.", str(exc)
-            ) from exc
-        except NotPositiveDefiniteError as exc:
-            raise np.linalg.LinAlgError(
+                "the kernel's hyperparameters and their bounds."),
+            not_positive_definite=lambda jitter: (
                 f"The kernel, {kernel}, is not returning a positive "
                 "definite matrix, even with jitter up to "
-                f"{getattr(exc, 'jitter', 0.0):.3g} added to its diagonal. Try "
+                f"{jitter:.3g} added to its diagonal. Try "
                 "gradually increasing the 'alpha' parameter of your "
                 "GaussianProcessRegressor estimator, or the lower bound of the "
-                "noise level (WhiteKernel's noise_level_bounds).", str(exc)
-            ) from exc
-        if jitter > 0.0:
-            warnings.warn(
+                "noise level (WhiteKernel's noise_level_bounds)."),
+            jitter=lambda jitter: (
                 f"The training covariance of the kernel, {kernel}, is not numerically "
                 "positive definite at the fitted hyperparameters (duplicated inputs "
                 "without noise, or a length scale far beyond the data's spread), so "
                 f"fastgp added jitter {jitter:.3g} to its diagonal on top of alpha. "
                 "L_, alpha_ and log_marginal_likelihood_value_ include it (jitter_). "
                 "To avoid it, increase alpha or the lower bound of the noise level "
-                "(WhiteKernel's noise_level_bounds).",
-                JitterWarning,
-                stacklevel=4,
-            )
-        if not (np.isfinite(value) and np.all(np.isfinite(A))):
-            raise ValueError(
+                "(WhiteKernel's noise_level_bounds)."),
+            overflow=lambda: (
                 "The log marginal likelihood is not finite at the fitted "
                 f"hyperparameters of {kernel}: the targets (largest magnitude "
                 f"{float(np.max(np.abs(y_train), initial=0.0)):.3g}) overflow float64 "
-                "in y^T K^-1 y. Rescale y, or use normalize_y=True."
-            )
-        return L, A, value, jitter
-
-    def _optimize(self, kernel, objective, rng):
-        """Set ``kernel``'s theta to the best of the optimiser runs; return the
-        iterations of the run kept. An interrupted run ends the restarts."""
-        report = self._report if self.verbose else None
-        bounds = kernel.bounds
-        if self.n_restarts_optimizer > 0 and not np.isfinite(bounds).all():
-            raise ValueError(
-                "Multiple optimizer restarts (n_restarts_optimizer>0) "
-                "requires that all bounds are finite."
-            )
-        runs = [minimize_theta(objective, kernel.theta, bounds, self.optimizer, report)]
-        for _ in range(self.n_restarts_optimizer):
-            if runs[-1].interrupted:
-                break
-            theta_initial = rng.uniform(bounds[:, 0], bounds[:, 1])
-            try:
-                runs.append(minimize_theta(objective, theta_initial, bounds,
-                                           self.optimizer, report))
-            except KeyboardInterrupt:
-                # nothing finite in this restart, but earlier runs had a point
-                if not any(math.isfinite(run.value) for run in runs):
-                    raise
-                warnings.warn(
-                    "The fit was interrupted (KeyboardInterrupt) during optimizer "
-                    f"restart {len(runs)}: it keeps the best point of the "
-                    f"{len(runs)} runs before.", ConvergenceWarning, stacklevel=3)
-                break
-        best = min(runs, key=lambda run: run.value)
-        if not math.isfinite(best.value):
-            return 0
-        kernel.theta = best.theta
-        kernel._check_bounds_params()
-        return best.n_iterations
+                "in y^T K^-1 y. Rescale y, or use normalize_y=True."),
+        )
 
     # -------------------------------------------------------------- predict
     def predict(self, X, return_std=False, return_cov=False):
@@ -401,7 +383,7 @@ class GaussianProcessRegressor(_SklearnGPR):
             return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
         with threads_for(len(A)):
             mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
-                                         self.kernel_.diag, want_var=return_std)
+                                         want_var=return_std)
         if not return_std:
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
@@ -425,9 +407,8 @@ class GaussianProcessRegressor(_SklearnGPR):
     def _check_predict_memory(self, X, n_train, n_draws=None):
         """The joint covariance over m query points costs O(m^2): check it
         before it is allocated (sample_y adds NumPy's SVD of it)."""
-        try:
-            m = _num_samples(X)
-        except TypeError:
+        m = count_samples(X)
+        if m is None:
             return  # not array-like: validation below says so
         t = self._n_targets()
         if n_draws is None:

@@ -8,17 +8,63 @@ fit's. What it leaves to the estimator: the ``alpha`` array (finite, not
 negative), kernel hyperparameters that are not finite (``RBF(0)`` has
 theta = -inf), targets so large that their moments overflow, and results that
 come out non-finite anyway.
+
+It is also fastgp's one door to scikit-learn's private names. fastgp uses
+scikit-learn's public API wherever there is one (``validate_data``,
+``check_random_state``, ``check_is_fitted``, ``__sklearn_tags__``); where there
+is none, the private name is imported here or in the estimator that needs it,
+and tests/test_sklearn_contract.py pins the behaviour fastgp relies on:
+
+- ``sklearn.utils._param_validation.Interval`` and ``StrOptions`` describe
+  the estimators' ``_parameter_constraints``, which scikit-learn's
+  ``sklearn.base._fit_context`` checks before ``fit`` runs (an
+  ``InvalidParameterError``, a ValueError, naming the parameter);
+- ``sklearn.base._fit_context`` wraps ``fit`` (imported by the estimators);
+- ``Kernel._check_bounds_params`` warns when a fitted hyperparameter is at a
+  bound, as scikit-learn's own regressor does.
 """
 
+from numbers import Integral
+
 import numpy as np
-from sklearn.preprocessing._data import _handle_zeros_in_scale
+from sklearn.utils._param_validation import Interval, StrOptions
 
 __all__ = [
+    "Interval",
+    "StrOptions",
     "diagonal_addition",
     "check_kernel_hyperparameters",
     "target_moments",
+    "nonzero_scale",
+    "count_samples",
     "check_finite_result",
 ]
+
+
+def nonzero_scale(scale):
+    """A divisor that leaves constant features or targets as they are, with
+    scikit-learn's convention (its scalers' and its regressor's
+    ``normalize_y``): in an array of scales (float64, changed in place and
+    returned) every entry below 10 eps becomes 1; a scalar (not a 0-d array)
+    becomes 1 only where it is exactly 0."""
+    if np.isscalar(scale):
+        return 1.0 if scale == 0.0 else scale
+    scale[scale < 10 * np.finfo(scale.dtype).eps] = 1.0
+    return scale
+
+
+def count_samples(X):
+    """The number of samples (rows) of array-like ``X``, or None if ``X`` is
+    not array-like (a scalar, an estimator, an object without a length)."""
+    if hasattr(X, "fit"):
+        return None
+    shape = getattr(X, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) and isinstance(shape[0], Integral) else None
+    try:
+        return len(X)
+    except TypeError:
+        return None
 
 
 def diagonal_addition(alpha, n_samples):
@@ -95,8 +141,7 @@ def target_moments(y):
         scaled = y / scale
         mean = scale * np.mean(scaled, axis=0)
         std = scale * np.std(scaled, axis=0)
-    std = _handle_zeros_in_scale(std, copy=False)
-    return mean, std
+    return mean, nonzero_scale(std)
 
 
 def check_finite_result(name, values, hint):

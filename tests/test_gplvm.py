@@ -17,7 +17,7 @@ from sklearn.model_selection import train_test_split
 
 from fastgp import GPLVM
 from fastgp.latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
-from fastgp.objective import Workspace
+from fastgp.fitting import Workspace
 
 
 @pytest.fixture(autouse=True)
@@ -312,10 +312,10 @@ def test_digits_embedding_separates_classes_better_than_pca():
 
 def test_fit_checks_memory_before_allocating(monkeypatch):
     import fastgp.memory as memory
-    from fastgp.latent_objective import latent_fit_bytes
+    from fastgp.covariance import latent_blocks
 
     _, Y = _curve()
-    needed = latent_fit_bytes(40, 4, 2)
+    needed = memory.gplvm_fit_bytes(40, 4, 2, latent_blocks(40, 2).size - 1)
     assert needed > 8 * 40 * 40
     monkeypatch.setattr(memory, "available_memory",
                         lambda *a, **k: memory.MemoryReading(needed // 2, "test"))

@@ -21,14 +21,14 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp import GaussianProcessRegressor
 from fastgp._engine import latent_passes as _latent
 from fastgp import kernels as fastgp_kernels
+from fastgp.covariance import latent_blocks
+from fastgp.fitting import Workspace
 from fastgp.latent_objective import (
     LatentNegLogMarginalLikelihood,
     PredictiveNegLogDensity,
-    latent_blocks,
     lower_latent_kernel,
 )
 from fastgp.linalg import cho_inverse_in_place
-from fastgp.objective import Workspace
 
 JITTER = 1e-8
 

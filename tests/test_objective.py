@@ -23,7 +23,8 @@ from conftest import (
 )
 from fastgp import GaussianProcessRegressor
 from fastgp.covariance import KernelObjectCovariance, make_covariance
-from fastgp.objective import NegLogMarginalLikelihood, Workspace
+from fastgp.fitting import Workspace
+from fastgp.objective import NegLogMarginalLikelihood
 
 
 def _fit_both(kernel, X, y, normalize_y=False, alpha=ALPHA):

@@ -255,17 +255,17 @@ def test_n_restarts_optimizer_keeps_the_best_run(rng, monkeypatch):
     X, y = _smooth_problem(rng, n_samples=25)
     # a start far from the optimum, on a plateau of the likelihood
     kernel = C(1.0) * RBF(1e-3, (1e-4, 1e2)) + WhiteKernel(1.0, (1e-5, 1e1))
-    import fastgp.regressor as regressor_module
+    import fastgp.optimize as optimize_module
 
     runs = []
-    minimize_theta = regressor_module.minimize_theta
+    minimize_theta = optimize_module.minimize_theta
 
     def recording(*args, **kwargs):
         result = minimize_theta(*args, **kwargs)
         runs.append(result)
         return result
 
-    monkeypatch.setattr(regressor_module, "minimize_theta", recording)
+    monkeypatch.setattr(optimize_module, "minimize_theta", recording)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         gpr = GaussianProcessRegressor(kernel, n_restarts_optimizer=3,

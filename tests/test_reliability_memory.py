@@ -16,7 +16,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 import fastgp.memory as memory
 from fastgp import GaussianProcessRegressor
 from fastgp.memory import InsufficientMemoryError, MemoryReading, skip_memory_check
-from fastgp.objective import Workspace
+from fastgp.fitting import Workspace
 
 #: issue 6's figure: a request for N = 200,000 (320 GB for the buffer alone).
 N_HUGE = 200_000

@@ -180,7 +180,8 @@ def test_pd_indefinite_kernel_makes_the_optimiser_back_off_not_raise():
     # from the optimiser (it raises at the end only because the kept matrix
     # itself is indefinite, checked above)
     from fastgp.covariance import make_covariance
-    from fastgp.objective import NegLogMarginalLikelihood, Workspace
+    from fastgp.fitting import Workspace
+    from fastgp.objective import NegLogMarginalLikelihood
 
     X, y = _data(10)
     with warnings.catch_warnings():

@@ -1,7 +1,7 @@
 """fastgp: the one-buffer objective an optimiser step calls.
 
 ``loss_grad`` is :class:`fastgp.objective.NegLogMarginalLikelihood` with one
-:class:`~fastgp.objective.Workspace` reused across calls, exactly what
+:class:`~fastgp.fitting.Workspace` reused across calls, exactly what
 :meth:`fastgp.GaussianProcessRegressor.fit` evaluates per L-BFGS-B step;
 ``fit`` is the estimator itself (its final factorisation and kept ``L_``
 included).
@@ -25,7 +25,8 @@ class FastGP(Adapter):
 
     def prepare(self, problem):
         from fastgp.covariance import make_covariance
-        from fastgp.objective import NegLogMarginalLikelihood, Workspace
+        from fastgp.fitting import Workspace
+        from fastgp.objective import NegLogMarginalLikelihood
 
         self.problem = problem
         covariance = make_covariance(problem.kernel, problem.X)

@@ -139,7 +139,7 @@ class FastGPLVM(_GPLVMAdapter):
 
     def prepare(self, problem):
         from fastgp.latent_objective import LatentNegLogMarginalLikelihood
-        from fastgp.objective import Workspace
+        from fastgp.fitting import Workspace
 
         self.problem = problem
         self.objective = LatentNegLogMarginalLikelihood(

@@ -1,0 +1,245 @@
+"""The fit core: what every fastgp estimator's fit does around its objective.
+
+GaussianProcessRegressor.fit and GPLVM.fit validate their input and build
+their objective (:mod:`fastgp.objective`, :mod:`fastgp.latent_objective`);
+this module owns the rest, in the order a fit runs it (:func:`fit_objective`):
+
+1. the memory check: the estimator's peak estimate (:mod:`fastgp.memory`)
+   against the memory available, before the N x N buffer exists, with the
+   estimator's remedies in the message;
+2. the :class:`Workspace`, the one N x N buffer the objective works in
+   (allocated on first use, with a memory check of its own as a backstop);
+3. the optimiser run the estimator hands in (:mod:`fastgp.optimize`), inside
+   the thread settings of :func:`fastgp._threads.threads_for`;
+4. the final factor (:func:`final_factor`) at the chosen point, with jitter
+   where K is not numerically positive definite (Rasmussen & Williams 2006,
+   Alg. 2.1 lines 2-3): linalg's errors become the user-facing ValueError and
+   LinAlgError that name the kernel and what to do, the amount of jitter is a
+   :class:`~fastgp.linalg.JitterWarning`, a non-finite likelihood is a
+   ValueError, the strict upper triangle is zeroed, and the workspace hands
+   its buffer over to become ``L_``;
+5. publication: the estimator sets every fitted attribute at once, after all
+   that can raise (:func:`publish`), inside :func:`atomic_fit`, which restores
+   the estimator's attributes as they were if anything raises (scikit-learn's
+   ``validate_data`` sets ``n_features_in_`` before the fit can fail). So a
+   fit that raises leaves a fitted estimator exactly as it was.
+
+It also owns :class:`IterationReport`, the progress line of a verbose fit.
+"""
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ._threads import threads_for
+from ._user_warnings import warn_user
+from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
+from .memory import check_memory
+
+__all__ = [
+    "Workspace",
+    "IterationReport",
+    "FactorMessages",
+    "FitResult",
+    "fit_objective",
+    "final_factor",
+    "atomic_fit",
+    "publish",
+]
+
+
+class Workspace:
+    """The one N x N float64 buffer (F-contiguous, LAPACK's layout) that a fit
+    reuses for K, its factor L and K^-1 in turn. Allocated on first use.
+
+    Before allocating, :func:`fastgp.memory.check_memory` compares its 8 N^2
+    bytes with the memory available and raises
+    :class:`~fastgp.memory.InsufficientMemoryError` if it will not fit, so
+    every user of a Workspace (regression, the GPLVM) is covered. Estimators
+    check their whole estimate earlier (:func:`fit_objective`), with remedies
+    of their own; this is the backstop.
+    """
+
+    def __init__(self, n):
+        self.n = int(n)
+        self._buffer = None
+
+    @property
+    def nbytes(self):
+        return 8 * self.n * self.n
+
+    def buffer(self):
+        if self._buffer is None:
+            check_memory(self.nbytes, n_samples=self.n,
+                         operation="Allocating fastgp's N x N workspace",
+                         remedies=["use fewer samples (a random subset, or "
+                                   "aggregate neighbouring points)",
+                                   "use a machine with more memory"])
+            self._buffer = np.empty((self.n, self.n), dtype=np.float64, order="F")
+        return self._buffer
+
+    def release(self):
+        """Hand the buffer to the caller (for example as the kept factor L_)
+        and forget it, so the next use allocates anew."""
+        buffer, self._buffer = self._buffer, None
+        return buffer
+
+
+class IterationReport:
+    """``report(iteration, value, grad_norm)``: prints a verbose fit's progress
+    line, ``iter <n>  <objective_name> <value>  |grad| <norm>``.
+
+    objective_name : str, such as ``"-log p(y|X)"``
+    width : int, digits given to the iteration number
+    """
+
+    def __init__(self, objective_name, width):
+        self.objective_name = objective_name
+        self.width = int(width)
+
+    def __call__(self, iteration, value, grad_norm):
+        print(f"iter {iteration:{self.width}d}  {self.objective_name} {value: .6e}  "
+              f"|grad| {grad_norm:.3e}", flush=True)
+
+
+@dataclass(frozen=True)
+class FactorMessages:
+    """What a fit tells the user when its final factor is in trouble. Each
+    is a callable so that the text (and any figure in it) is built only when
+    it is needed.
+
+    non_finite : () -> str
+        ValueError: K holds NaN or infinity at the fitted point.
+    not_positive_definite : (largest_jitter_tried) -> str
+        LinAlgError: not positive definite even with the largest jitter.
+    jitter : (jitter) -> str
+        JitterWarning: the jitter that was added.
+    overflow : () -> str
+        ValueError: the log marginal likelihood or A = K^-1 Y is not finite.
+    """
+
+    non_finite: Callable[[], str]
+    not_positive_definite: Callable[[float], str]
+    jitter: Callable[[float], str]
+    overflow: Callable[[], str]
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """What :func:`fit_objective` found; the estimator publishes it.
+
+    point : ndarray, the optimiser's chosen point (theta, or the GPLVM's z)
+    n_iterations, n_evaluations : int
+    L : ndarray (n, n) F-contiguous, the lower Cholesky factor (strict upper
+        triangle zero), the buffer the fit worked in
+    A : ndarray (n, T), K^-1 Y
+    value : float, the objective (negative log marginal likelihood) at point
+    jitter : float, added to K's diagonal beyond the estimator's alpha
+    """
+
+    point: np.ndarray
+    n_iterations: int
+    n_evaluations: int
+    L: np.ndarray
+    A: np.ndarray
+    value: float
+    jitter: float
+
+
+def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, messages):
+    """Run a fit of ``objective``: steps 1, 3 and 4 of the module docstring.
+
+    Parameters
+    ----------
+    objective : NegLogMarginalLikelihood or LatentNegLogMarginalLikelihood
+        Built on a :class:`Workspace` that has not allocated yet; its
+        ``factor_with_jitter(point)`` gives the final factor.
+    optimize : callable () -> (point, n_iterations)
+        The estimator's optimiser run(s) on ``objective``; called after the
+        memory check, inside the fit's thread settings.
+    needed_bytes : int
+        The fit's peak memory estimate (:mod:`fastgp.memory`).
+    operation : str
+        Names the fit in a refusal ("Fitting GPLVM").
+    remedies : sequence of str
+        What the user can do if memory is short, most useful first.
+    messages : FactorMessages
+
+    Returns
+    -------
+    FitResult
+
+    Raises
+    ------
+    InsufficientMemoryError, ValueError, numpy.linalg.LinAlgError
+        Before anything is published (module docstring).
+    """
+    n_samples = objective.n_samples
+    check_memory(needed_bytes, n_samples=n_samples, operation=operation,
+                 remedies=remedies)
+    with threads_for(n_samples):
+        point, n_iterations = optimize()
+        L, A, value, jitter = final_factor(objective, point, messages)
+    return FitResult(point=point, n_iterations=int(n_iterations),
+                     n_evaluations=objective.n_evaluations, L=L, A=A,
+                     value=float(value), jitter=jitter)
+
+
+def final_factor(objective, point, messages):
+    """The factor of the model that is kept: (L, A, value, jitter) at
+    ``point``, with jitter where K is not numerically positive definite
+    (:func:`fastgp.linalg.cholesky_with_jitter`).
+
+    L is the workspace's buffer, released to the caller, with its strict
+    upper triangle zeroed; A = K^-1 Y. Raises ValueError (K not finite, or the
+    value or A not finite) and numpy.linalg.LinAlgError (not positive definite
+    even with jitter) with ``messages``' texts; warns
+    :class:`~fastgp.linalg.JitterWarning` where jitter was added.
+    """
+    try:
+        L, A, value, jitter = objective.factor_with_jitter(point)
+    except NonFiniteMatrixError as exc:
+        raise ValueError(messages.non_finite(), str(exc)) from exc
+    except NotPositiveDefiniteError as exc:
+        raise np.linalg.LinAlgError(
+            messages.not_positive_definite(getattr(exc, "jitter", 0.0)), str(exc)
+        ) from exc
+    if jitter > 0.0:
+        warn_user(messages.jitter(jitter), JitterWarning)
+    if not (np.isfinite(value) and np.all(np.isfinite(A))):
+        raise ValueError(messages.overflow())
+    for j in range(1, L.shape[1]):  # zero the strict upper triangle, column by
+        L[:j, j] = 0.0              # column: no N x N temporary
+    released = objective.workspace.release()
+    if released is not L:
+        raise AssertionError("the final factor is not the workspace's buffer")
+    return L, A, value, jitter
+
+
+@contextlib.contextmanager
+def atomic_fit(estimator):
+    """Inside the block, anything that raises restores every attribute of
+    ``estimator`` as it was on entry (the same objects) before it propagates.
+
+    A fit computes into local variables and :func:`publish` es them last; this
+    also undoes what scikit-learn's ``validate_data(reset=True)`` sets early
+    (``n_features_in_``, ``feature_names_in_``). Nothing inside may change a
+    fitted attribute's object in place.
+    """
+    saved = dict(vars(estimator))
+    try:
+        yield
+    except BaseException:
+        attributes = vars(estimator)
+        attributes.clear()
+        attributes.update(saved)
+        raise
+
+
+def publish(estimator, attributes):
+    """Set every fitted attribute of ``estimator`` from ``attributes``
+    (name -> value), all at once, as the last step of a fit."""
+    for name, value in attributes.items():
+        setattr(estimator, name, value)
