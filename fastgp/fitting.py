@@ -10,7 +10,7 @@ this module owns the rest, in the order a fit runs it (:func:`fit_objective`):
 2. the :class:`Workspace`, the one N x N buffer the objective works in
    (allocated on first use, with a memory check of its own as a backstop);
 3. the optimiser run the estimator hands in (:mod:`fastgp.optimize`), inside
-   the thread settings of :func:`fastgp._threads.threads_for`;
+   the thread settings of :func:`fastgp._engine.threads.threads_for`;
 4. the final factor (:func:`final_factor`) at the chosen point, with jitter
    where K is not numerically positive definite (Rasmussen & Williams 2006,
    Alg. 2.1 lines 2-3): linalg's errors become the user-facing ValueError and
@@ -33,7 +33,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._threads import threads_for
+from ._engine.threads import threads_for
 from ._user_warnings import warn_user
 from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
 from .memory import check_memory

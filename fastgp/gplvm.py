@@ -24,7 +24,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._threads import threads_for
+from ._engine.threads import threads_for
 from .covariance import make_covariance
 from .fitting import (
     FactorMessages,

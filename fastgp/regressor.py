@@ -18,7 +18,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from ._threads import threads_for
+from ._engine.threads import threads_for
 from .covariance import make_covariance
 from .fitting import (
     FactorMessages,

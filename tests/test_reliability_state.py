@@ -129,7 +129,7 @@ def _in_two_threads(jobs):
 
 
 def test_state_two_gplvm_fits_in_threads_match_and_leave_blas_as_it_was():
-    # small GPLVM fits run serial (fastgp._threads); the BLAS limit is
+    # small GPLVM fits run serial (fastgp._engine.threads); the BLAS limit is
     # process-wide, and two overlapping blocks once left it at 1 for good
     Y = _latent_data()
     blas_before = _blas_threads()

@@ -9,6 +9,7 @@ disk-cache stamp, and nothing else (docs/design.md, "The engine's layers").
 - :mod:`.passes`: parallel passes over the covariance (fill, gradient trace,
   cross-covariance).
 - :mod:`.latent_passes`: the GPLVM's passes (input derivatives).
+- :mod:`.threads`: the Numba and BLAS thread settings of one fit.
 
 Nothing outside this package imports numba. Importing it compiles nothing.
 """
