@@ -4,10 +4,11 @@ and the peers (scikit-learn, GPy, GPyTorch, JAX).
 
 - ``python -m bench.compare [--quick]``: the comparison; writes
   docs/comparison.md, docs/comparison.json and docs/img/comparison_*.png.
-- ``python bench/bench_<question>.py``: one question each (see the docstring
+- ``python -m bench.bench_<question>``: one question each (see the docstring
   of each script); results go to bench/results/ (not committed).
-- ``pytest bench/ --benchmark-only``: the pytest-benchmark suites
-  (``bench/test_bench_*.py``); the default ``pytest`` run does not collect them.
+- ``python -m pytest bench/suites --benchmark-only``: the pytest-benchmark
+  suites (``bench/suites/test_bench_*.py``); the test command
+  (``python -m pytest``, which collects tests/ only) does not run them.
 
 Run from the repository root. Every figure is measured on the machine that
 runs the command; ratios measured in one run carry the claims.

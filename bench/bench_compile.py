@@ -2,8 +2,8 @@
 its routines), and how long do import plus a first small fit take in a new
 process once the compiled code is in Numba's cache (target: under 3 s)?
 
-    python bench/bench_compile.py
-    python bench/bench_compile.py --warm-runs 5 --gplvm
+    python -m bench.bench_compile
+    python -m bench.bench_compile --warm-runs 5 --gplvm
 
 Each case is a new Python process with NUMBA_CACHE_DIR pointing at a
 temporary folder: the first finds it empty (a fresh install: everything
@@ -26,11 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench._measure import REPO_ROOT, environment, write_json  # noqa: E402
-from bench._report import format_table  # noqa: E402
+from ._measure import REPO_ROOT, environment, write_json
+from ._report import format_table
 
 CHILD = r"""
 import json, sys, time

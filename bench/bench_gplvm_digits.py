@@ -25,7 +25,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import pairwise_distances
 from sklearn.model_selection import train_test_split
 
-from bench._measure import REPO_ROOT, environment, write_json
+from ._measure import REPO_ROOT, environment, write_json
 
 
 def loo_1nn_error(Z, labels):

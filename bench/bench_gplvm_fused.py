@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from bench._measure import interleaved_medians
+from ._measure import interleaved_medians
 
 
 def measure(n, repeats):

@@ -23,7 +23,7 @@ bench/results/gplvm_gpy.json with versions, threads and git revision.
 
 import argparse
 
-from bench._measure import REPO_ROOT, environment, run_in_subprocess, write_json
+from ._measure import REPO_ROOT, environment, run_in_subprocess, write_json
 
 LIBRARIES = ("fastgp-gplvm", "gpy-gplvm")
 

@@ -37,7 +37,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from bench._measure import MB, REPO_ROOT, PeakMemory, environment, write_json
+from ._measure import MB, REPO_ROOT, PeakMemory, environment, write_json
 
 N_FEATURES = 12
 N_COMPONENTS = 2

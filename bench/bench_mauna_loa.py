@@ -34,20 +34,17 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy.optimize
 from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 
-if __package__ in (None, ""):  # run as a script: make `bench` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from fastgp import GaussianProcessRegressor
+from fastgp.cli import mauna_loa_kernel
+from fastgp.datasets import load_mauna_loa_co2
 
-from bench._measure import MB, REPO_ROOT, PeakMemory, environment, write_json  # noqa: E402
-from fastgp import GaussianProcessRegressor  # noqa: E402
-from fastgp.cli import mauna_loa_kernel  # noqa: E402
-from fastgp.datasets import load_mauna_loa_co2  # noqa: E402
+from ._measure import MB, REPO_ROOT, PeakMemory, environment, write_json
 
 
 class CountingLBFGSB:

@@ -2,9 +2,9 @@
 take at N = 10,000, and a whole fit (the factor kept for predict included),
 against the target of 1.15 x 8 N^2 bytes (920 MB), and against scikit-learn?
 
-    python bench/bench_memory_loss_grad.py                 # N = 10,000; sklearn at 3,000
-    python bench/bench_memory_loss_grad.py --sklearn-n 10000   # sklearn at 10k: ~10 GB
-    python bench/bench_memory_loss_grad.py --n 2000 --sklearn-n 1000 --fit-max-iter 3
+    python -m bench.bench_memory_loss_grad                 # N = 10,000; sklearn at 3,000
+    python -m bench.bench_memory_loss_grad --sklearn-n 10000   # sklearn at 10k: ~10 GB
+    python -m bench.bench_memory_loss_grad --n 2000 --sklearn-n 1000 --fit-max-iter 3
 
 Problem: x standard normal (N, 1), y = sin(x) + 0.01 noise, C*RBF + White
 at scikit-learn's default start. Each case runs in its own process: the peak
@@ -22,12 +22,9 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench._measure import (REPO_ROOT, available_memory_bytes, environment,  # noqa: E402
-                            run_in_subprocess, write_json)
-from bench._report import format_table  # noqa: E402
+from ._measure import (REPO_ROOT, available_memory_bytes, environment,
+                       run_in_subprocess, write_json)
+from ._report import format_table
 
 TARGET = 1.15
 

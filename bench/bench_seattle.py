@@ -2,9 +2,9 @@
 on this machine, and what are its time, peak memory and final log marginal
 likelihood, beside scikit-learn's on the same data, kernel and start?
 
-    python bench/bench_seattle.py                  # fastgp only
-    python bench/bench_seattle.py --sklearn        # also scikit-learn (~6 GB+, slow)
-    python bench/bench_seattle.py --n 1000 --sklearn   # a small check
+    python -m bench.bench_seattle                  # fastgp only
+    python -m bench.bench_seattle --sklearn        # also scikit-learn (~6 GB+, slow)
+    python -m bench.bench_seattle --n 1000 --sklearn   # a small check
 
 Data: fastgp.datasets.load_seattle_temperatures(), time in hours since the
 first sample, temperature minus its mean. Kernel: C * Matern(nu=1.5) +
@@ -24,15 +24,12 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench._measure import (REPO_ROOT, available_memory_bytes, environment,  # noqa: E402
-                            run_in_subprocess, write_json)
-from bench._problems import seattle_kernel  # noqa: E402
-from bench._report import format_table  # noqa: E402
+from ._measure import (REPO_ROOT, available_memory_bytes, environment,
+                       run_in_subprocess, write_json)
+from ._problems import seattle_kernel
+from ._report import format_table
 
 
 def main(argv=None):

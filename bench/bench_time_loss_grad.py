@@ -3,8 +3,8 @@ own dpotrf + dpotri on the same matrix (target: at most 1.2x) and against
 scikit-learn's log_marginal_likelihood(theta, eval_gradient=True) (target: at
 least 3x faster), measured in the same run?
 
-    python bench/bench_time_loss_grad.py               # N = 5,000
-    python bench/bench_time_loss_grad.py --n 2000 --repeats 7 --sklearn-repeats 3
+    python -m bench.bench_time_loss_grad               # N = 5,000
+    python -m bench.bench_time_loss_grad --n 2000 --repeats 7 --sklearn-repeats 3
 
 Problem: x standard normal (N, 1), y = sin(x) + 0.01 noise, C*RBF + White
 at scikit-learn's default start (theta = 0). fastgp is timed as an optimiser
@@ -21,13 +21,10 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench._measure import REPO_ROOT, environment, interleaved_medians, write_json  # noqa: E402
-from bench._problems import make_problem  # noqa: E402
-from bench._report import format_table  # noqa: E402
-from bench.peers import Floor, get_adapter  # noqa: E402
+from ._measure import REPO_ROOT, environment, interleaved_medians, write_json
+from ._problems import make_problem
+from ._report import format_table
+from .peers import Floor, get_adapter
 
 
 def main(argv=None):

@@ -80,7 +80,9 @@ def single_threaded_blas():
     even at N = 50, and on a busy 2-core runner its threads wait on each other
     for 0.2-0.3 s per call (measured; 0.1 ms with one thread), which would make
     every optimiser step cost that much. No tested number depends on the BLAS
-    thread count; Numba's thread count, which fastgp controls, is tested.
+    thread count; Numba's thread count, which fastgp controls, is tested. The
+    tests of fastgp's own BLAS limit (tests/test_reliability_state.py) set
+    another limit inside this one, or run in a fresh process without it.
     """
     with threadpool_limits(limits=1, user_api="blas"):
         yield

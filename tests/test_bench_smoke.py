@@ -1,12 +1,17 @@
 """Smoke tests of the benchmark code (bench/), so that it cannot rot: the
 comparison command at tiny N with fastgp and scikit-learn only, one case in a
-fresh process, the memory probe, the skip paths and the target checks.
+fresh process, the memory probe, the skip paths, the target checks, every
+script's ``python -m bench.NAME`` entry point and the pytest-benchmark suites
+(bench/suites/) run once each at a tiny N.
 
 Needs only the ``test`` extra: the comparison runs with --no-plots (no
 matplotlib) and bench/_measure.py reads /proc instead of psutil.
 """
 
+import importlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +19,8 @@ import numpy as np
 import pytest
 
 # bench/ is a folder of the repository, not part of the installed package
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
 
 from bench import compare  # noqa: E402
 from bench._measure import PeakMemory, run_in_subprocess  # noqa: E402
@@ -42,7 +48,9 @@ def test_compare_writes_markdown_and_json_with_expected_rows(tmp_path, monkeypat
             case = by[(library, n, "loss_grad")]
             assert case["status"] == "ok", case
             assert case["time"]["loss_grad"]["median_s"] > 0
-            assert case["memory"]["delta_mb"] >= 0
+            # the figure the memory table is built from (its size at this N is
+            # tested in a fresh process below)
+            assert np.isfinite(case["memory"]["delta_mb"])
         assert by[(library, 48, "fit")]["status"] == "ok"
     # the floor is timed in fastgp's process, and both libraries agree on the loss
     assert by[("fastgp", 64, "loss_grad")]["time"]["floor-potrf-potri"]["median_s"] > 0
@@ -115,3 +123,36 @@ def test_targets_are_met_or_not_from_the_ratios():
     assert rows["memory_vs_sklearn"]["met"]
     doc["cases"][0]["time"]["floor-potrf-potri"]["median_s"] = 0.5  # 2x the floor
     assert not {r["target"]: r for r in evaluate_targets(doc)}["time_vs_floor"]["met"]
+
+
+#: Every benchmark script: bench/bench_*.py and the comparison command.
+SCRIPTS = sorted(p.stem for p in (REPO_ROOT / "bench").glob("bench_*.py")) + ["compare"]
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_bench_script_runs_as_a_module_with_a_main(name, capsys):
+    # one way to run every script: python -m bench.NAME (relative imports,
+    # argparse in main(argv), the __main__ guard), and its docstring says so
+    module = importlib.import_module(f"bench.{name}")
+    with pytest.raises(SystemExit) as exit_info:
+        module.main(["--help"])
+    assert exit_info.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+    assert f"python -m bench.{name}" in module.__doc__
+    assert "python bench/" not in module.__doc__
+    source = Path(module.__file__).read_text()
+    assert 'if __name__ == "__main__":' in source
+    assert "sys.path.insert" not in source
+
+
+def test_bench_suites_collect_and_run_once_at_a_tiny_n():
+    # the pytest-benchmark suites (bench/suites), each benchmark run once
+    env = dict(os.environ, FASTGP_BENCH_SIZES="64")
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "bench/suites", "--benchmark-disable", "-v",
+         "-p", "no:cacheprovider"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    for suite in (REPO_ROOT / "bench" / "suites").glob("test_bench_*.py"):
+        assert f"bench/suites/{suite.name}::" in out.stdout, suite.name
+    assert "N=64" in out.stdout

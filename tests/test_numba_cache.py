@@ -23,6 +23,7 @@ def test_cache_stamp_is_shared_by_all_routines():
         assert dispatcher._cache._impl.locator.get_source_stamp() == stamp
 
 
+@pytest.mark.slow  # compiles a private copy of the package from nothing, twice
 def test_editing_a_callee_module_invalidates_cached_callers(tmp_path):
     # a private copy of the package, so the shared cache is not touched
     package = tmp_path / "fastgp"

@@ -1,5 +1,5 @@
 """pytest-benchmark: prediction from a fitted fastgp model;
-``pytest bench/test_bench_predict.py --benchmark-only``."""
+``python -m pytest bench/suites/test_bench_predict.py --benchmark-only``."""
 
 import numpy as np
 

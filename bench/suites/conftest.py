@@ -1,13 +1,14 @@
-"""pytest-benchmark suites of bench/ (``pytest bench/ --benchmark-only``).
+"""pytest-benchmark suites of bench/
+(``python -m pytest bench/suites --benchmark-only``).
 
 The sizes N come from the environment variable FASTGP_BENCH_SIZES
 (comma-separated, default "500,1000,2000"), so that the same suites run small
 on a laptop and large on a quiet benchmark machine:
 
-    FASTGP_BENCH_SIZES=1000,5000,10000 pytest bench/ --benchmark-only
+    FASTGP_BENCH_SIZES=1000,5000,10000 python -m pytest bench/suites --benchmark-only
 
-The default ``pytest`` run collects only tests/ (pyproject's testpaths), so
-these never slow the test suite.
+The test command (``python -m pytest``) collects only tests/ (pyproject's
+testpaths), so these never slow the test suite.
 """
 
 import os

@@ -1,5 +1,6 @@
 """pytest-benchmark: one loss+gradient of fastgp's objective (regression and
-GPLVM) at several N; ``pytest bench/test_bench_loss_grad.py --benchmark-only``."""
+GPLVM) at several N;
+``python -m pytest bench/suites/test_bench_loss_grad.py --benchmark-only``."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
 """pytest-benchmark: fastgp's two parallel passes over the N x N triangle, the
 covariance fill and the fused gradient pass, apart from LAPACK;
-``pytest bench/test_bench_covariance.py --benchmark-only``."""
+``python -m pytest bench/suites/test_bench_covariance.py --benchmark-only``."""
 
 import numpy as np
 from scipy.linalg import lapack
