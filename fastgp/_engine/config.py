@@ -214,6 +214,11 @@ class _PackageCache(caching._Cache):
         return self._layers
 
     @property
+    def layers(self):
+        """The ``FunctionCache`` of each location read, the writable first."""
+        return self._resolve()
+
+    @property
     def writable(self):
         """The ``FunctionCache`` that new machine code goes to, or None."""
         self._resolve()
@@ -282,3 +287,11 @@ def cache_directory(routine):
     no location is writable (it then compiles in memory)."""
     writable = routine._cache.writable
     return None if writable is None else writable.cache_path
+
+
+def cached_signatures(routine):
+    """The signatures that *routine*'s caches hold for the current sources, in
+    every location it reads (a routine that another one inlines is loaded
+    with its caller and may hold none in memory)."""
+    return {key[0] for cache in routine._cache.layers
+            for key in cache._cache_file._load_index()}
