@@ -22,12 +22,12 @@ Where the cache lives. Numba's own locators are used, in Numba's order and
 subclassed for the stamp: ``NUMBA_CACHE_DIR`` if set, then ``__pycache__``
 beside the source (the in-tree cache), then the user-wide directory
 (``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``); new machine code is written
-to the first of them that is writable. Code is also loaded from the others
-when they exist but cannot be written, so a shared, read-only install whose
-in-tree cache an administrator filled with ``python -m fastgp.precompile``
-compiles nothing. Where no location is writable, the routines compile in memory
-(as without ``cache=True``) and :class:`NumbaCacheWarning` says so once per
-process; Numba itself would raise ``RuntimeError("cannot cache function ...:
+to the first of them that is writable, and loaded from that one or, failing
+it, from any other that exists, writable or not, so a shared, read-only
+install whose in-tree cache an administrator filled with
+``python -m fastgp.precompile`` compiles nothing. Where no location is
+writable, the routines compile in memory (as without ``cache=True``) and
+:class:`NumbaCacheWarning` says so once per process; Numba itself would raise ``RuntimeError("cannot cache function ...:
 no locator available")`` when ``enable_caching`` builds the ``FunctionCache``,
 which ``cache=True`` does at decoration, that is on import. fastgp therefore
 looks for the locations on a routine's first compile, not at import.
