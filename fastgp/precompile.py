@@ -101,9 +101,8 @@ def main(argv=None):
     elapsed = time.perf_counter() - start
     compiled = sum(sum(d.stats.cache_misses.values()) for d in routines.values())
     loaded = sum(sum(d.stats.cache_hits.values()) for d in routines.values())
-    n_signatures = sum(len(d.signatures) for d in routines.values())
-    print(f"fastgp.precompile: {len(routines)} routines, {n_signatures} specialisations "
-          f"({compiled} compiled, {loaded} loaded from the cache) in {elapsed:.1f} s")
+    print(f"fastgp.precompile: {len(routines)} routines; {compiled} specialisations "
+          f"compiled, {loaded} loaded from the cache, in {elapsed:.1f} s")
     directories = {config.cache_directory(d) for d in routines.values()}
     print("cache: " + ", ".join(sorted(str(d) for d in directories if d is not None)))
     status = 0

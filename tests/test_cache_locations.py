@@ -126,7 +126,7 @@ def test_cache_precompile_run_again_loads_everything(precompiled):
     sandbox, _ = precompiled
     before = sandbox.cache_files()
     proc = sandbox.run(["-m", "fastgp.precompile"])
-    assert " (0 compiled, " in proc.stdout, proc.stdout
+    assert "; 0 specialisations compiled, " in proc.stdout, proc.stdout
     assert sandbox.cache_files() == before
 
 
