@@ -4,15 +4,21 @@ process once the compiled code is in Numba's cache (target: under 3 s)?
 
     python -m bench.bench_compile
     python -m bench.bench_compile --warm-runs 5 --gplvm
+    python -m bench.bench_compile --no-cache     # also: where no cache is writable
 
-Each case is a new Python process with NUMBA_CACHE_DIR pointing at a
-temporary folder: the first finds it empty (a fresh install: everything
-compiles), the later ones find the cache it left. A last warm process fits a
-different kernel (Matern * RationalQuadratic + White): fastgp interprets a
-lowered kernel program, so a new kernel structure must not compile anything
-new. Reported per process: interpreter start to the end, import of fastgp,
-the first fit (N = 200, C*RBF + White from scikit-learn's defaults) and a
-predict with std. With --gplvm a small GPLVM fit (N = 100) is added.
+Each case is a new Python process on a private copy of the package (a fresh
+install) whose in-tree cache (``__pycache__`` beside its sources) starts
+empty: the first process compiles everything and writes the cache, the later
+ones load it. A last warm process fits a different kernel (Matern *
+RationalQuadratic + White): fastgp interprets a lowered kernel program, so a
+new kernel structure must not compile anything new. With --no-cache, further
+processes run on another copy where no cache location is writable (a regular
+file named ``__pycache__`` beside the engine's sources, NUMBA_CACHE_DIR,
+XDG_CACHE_HOME and HOME below a regular file: a shared read-only install with
+no writable home), so every one of them compiles in memory. Reported per
+process: interpreter start to the end, import of fastgp, the first fit
+(N = 200, C*RBF + White from scikit-learn's defaults) and a predict with std.
+With --gplvm a small GPLVM fit (N = 100) is added.
 
 Writes bench/results/compile.json.
 """
@@ -20,6 +26,7 @@ Writes bench/results/compile.json.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,7 +37,7 @@ from ._measure import REPO_ROOT, environment, write_json
 from ._report import format_table
 
 CHILD = r"""
-import json, sys, time
+import json, sys, time, warnings
 t0 = time.perf_counter()
 import numpy as np
 import fastgp
@@ -42,32 +49,62 @@ rng = np.random.default_rng(0)
 X = rng.standard_normal((200, 1)); y = np.sin(X[:, 0]) + 0.01 * rng.standard_normal(200)
 kernel = (C() * RBF() + WhiteKernel() if sys.argv[1] == "rbf"
           else Matern(nu=1.5) * RationalQuadratic() + WhiteKernel())
-gpr = GaussianProcessRegressor(kernel).fit(X, y)
-t2 = time.perf_counter()
-gpr.predict(X[:50], return_std=True)
-t3 = time.perf_counter()
-out = dict(import_s=t1 - t0, first_fit_s=t2 - t1, predict_s=t3 - t2)
-if sys.argv[2] == "gplvm":
-    from fastgp import GPLVM
-    Y = rng.standard_normal((100, 12))
-    GPLVM(n_components=2, max_iter=5).fit(Y)
-    out["gplvm_fit_s"] = time.perf_counter() - t3
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    gpr = GaussianProcessRegressor(kernel).fit(X, y)
+    t2 = time.perf_counter()
+    gpr.predict(X[:50], return_std=True)
+    t3 = time.perf_counter()
+    out = dict(import_s=t1 - t0, first_fit_s=t2 - t1, predict_s=t3 - t2)
+    if sys.argv[2] == "gplvm":
+        from fastgp import GPLVM
+        Y = rng.standard_normal((100, 12))
+        GPLVM(n_components=2, max_iter=5).fit(Y)
+        out["gplvm_fit_s"] = time.perf_counter() - t3
 out["in_process_s"] = time.perf_counter() - t0
+out["fastgp"] = fastgp.__file__
+out["cache_warnings"] = sum(w.category.__name__ == "NumbaCacheWarning" for w in seen)
 print(json.dumps(out))
 """
 
 
-def _run(cache_dir, kernel, gplvm):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir))
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
+def _fresh_install(root, writable_cache):
+    """A copy of fastgp under ``root/site`` without any cache, and the
+    environment of a process that uses it: its in-tree cache writable, or no
+    cache location writable (by root either: each is blocked by a regular
+    file in its way, which permissions cannot override)."""
+    root = Path(root)
+    site = root / "site"
+    shutil.copytree(REPO_ROOT / "fastgp", site / "fastgp",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = str(site)
+    home = root
+    if not writable_cache:
+        home = root / "a-regular-file"
+        home.write_text("no directory can be created below this file\n")
+        (site / "fastgp" / "_engine" / "__pycache__").write_text("")
+        env["NUMBA_CACHE_DIR"] = str(home / "numba-cache-dir")
+    env["XDG_CACHE_HOME"] = str(home / "xdg-cache")  # the user-wide cache
+    env["HOME"] = str(home / "home")
+    return site, env
+
+
+def _run(install, kernel, gplvm, writable_cache):
+    site, env = install
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", CHILD, kernel, "gplvm" if gplvm else "-"],
-                          env=env, capture_output=True, text=True, cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, cwd=site.parent,
                           timeout=1800)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"child failed:\n{proc.stderr[-2000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not Path(result["fastgp"]).is_relative_to(site):
+        raise RuntimeError(f"the child imported {result['fastgp']}, not the copy in {site}")
+    if result["cache_warnings"] != (0 if writable_cache else 1):
+        raise RuntimeError(f"{result['cache_warnings']} NumbaCacheWarning(s) in a process "
+                           f"whose cache is {'' if writable_cache else 'not '}writable")
     result["process_wall_s"] = wall
     return result
 
@@ -76,15 +113,25 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warm-runs", type=int, default=3)
     parser.add_argument("--gplvm", action="store_true", help="add a small GPLVM fit")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="also run processes where no cache location is writable")
+    parser.add_argument("--no-cache-runs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench/results/compile.json")
     args = parser.parse_args(argv)
 
     cases = []
-    with tempfile.TemporaryDirectory(prefix="fastgp-numba-cache-") as cache:
-        cases.append(dict(case="cold (empty cache)", **_run(cache, "rbf", args.gplvm)))
+    with tempfile.TemporaryDirectory(prefix="fastgp-compile-") as tmp:
+        install = _fresh_install(Path(tmp) / "cached", writable_cache=True)
+        run = lambda kernel: _run(install, kernel, args.gplvm, writable_cache=True)
+        cases.append(dict(case="cold (empty cache)", **run("rbf")))
         for i in range(args.warm_runs):
-            cases.append(dict(case=f"warm {i + 1}", **_run(cache, "rbf", args.gplvm)))
-        cases.append(dict(case="warm, other kernel", **_run(cache, "matern_rq", args.gplvm)))
+            cases.append(dict(case=f"warm {i + 1}", **run("rbf")))
+        cases.append(dict(case="warm, other kernel", **run("matern_rq")))
+        if args.no_cache:
+            install = _fresh_install(Path(tmp) / "no-cache", writable_cache=False)
+            for i in range(args.no_cache_runs):
+                cases.append(dict(case=f"no writable cache {i + 1}",
+                                  **_run(install, "rbf", args.gplvm, writable_cache=False)))
     headers = ["process", "wall (s)", "import (s)", "first fit (s)", "predict (s)"]
     if args.gplvm:
         headers.append("GPLVM fit (s)")
@@ -96,16 +143,22 @@ def main(argv=None):
             row.append(f"{c['gplvm_fit_s']:.2f}")
         rows.append(row)
     print(format_table(headers, rows))
-    warm = sorted(c["process_wall_s"] for c in cases[1:-1])
+    median = lambda values: sorted(values)[len(values) // 2] if values else None
+    warm = [c["process_wall_s"] for c in cases if c["case"].startswith("warm ")]
+    no_cache = [c["process_wall_s"] for c in cases if c["case"].startswith("no writable")]
     cold = cases[0]["process_wall_s"]
-    summary = dict(cold_process_s=cold,
-                   warm_process_median_s=warm[len(warm) // 2] if warm else None,
-                   compile_s_estimate=cold - (warm[len(warm) // 2] if warm else 0.0))
+    summary = dict(cold_process_s=cold, warm_process_median_s=median(warm),
+                   compile_s_estimate=cold - (median(warm) or 0.0),
+                   no_cache_process_median_s=median(no_cache))
     if warm:
         print(f"compilation in a fresh install: about {summary['compile_s_estimate']:.1f} s "
               f"(cold minus warm process); warm process (start, import, first fit, predict): "
               f"{summary['warm_process_median_s']:.2f} s, target < 3 s: "
               f"{'met' if summary['warm_process_median_s'] < 3 else 'NOT met'}")
+    if no_cache:
+        print(f"no writable cache: every process takes {summary['no_cache_process_median_s']:.1f} s "
+              f"(median), against {cold:.1f} s for the cold process that writes the in-tree "
+              f"cache")
     write_json(args.out, dict(question=__doc__.splitlines()[0], cases=cases, summary=summary,
                               environment=environment()))
     print(f"wrote {args.out}")

@@ -5,8 +5,9 @@ Importing fastgp compiles nothing and changes no global state; the Numba
 routines compile (or load from Numba's on-disk cache) on first use.
 """
 
+from ._engine.config import NumbaCacheWarning
 from .gplvm import GPLVM
 from .regressor import GaussianProcessRegressor
 
-__all__ = ["GaussianProcessRegressor", "GPLVM", "__version__"]
+__all__ = ["GaussianProcessRegressor", "GPLVM", "NumbaCacheWarning", "__version__"]
 __version__ = "0.1.0"

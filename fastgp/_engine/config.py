@@ -16,9 +16,21 @@ so code cached for ``passes.fill_cov_lower`` would survive a change to
 crash). fastgp's routines are therefore cached under a stamp that hashes the
 sources of every module of this subpackage (``fastgp/_engine/*.py``, where all
 jitted code lives and nothing else does): any change to any of them recompiles
-them all. The
-locators are numba's own (``NUMBA_CACHE_DIR``, then ``__pycache__`` beside the
-source, then the user-wide directory), subclassed for the stamp.
+them all.
+
+Where the cache lives. Numba's own locators are used, in Numba's order and
+subclassed for the stamp: ``NUMBA_CACHE_DIR`` if set, then ``__pycache__``
+beside the source (the in-tree cache), then the user-wide directory
+(``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``); new machine code is written
+to the first of them that is writable, and loaded from that one or, failing
+it, from any other that exists, writable or not, so a shared, read-only
+install whose in-tree cache an administrator filled with
+``python -m fastgp.precompile`` compiles nothing. Where no location is
+writable, the routines compile in memory (as without ``cache=True``) and
+:class:`NumbaCacheWarning` says so once per process; Numba itself would raise ``RuntimeError("cannot cache function ...:
+no locator available")`` when ``enable_caching`` builds the ``FunctionCache``,
+which ``cache=True`` does at decoration, that is on import. fastgp therefore
+looks for the locations on a routine's first compile, not at import.
 
 Numba's default ``workqueue`` threading layer aborts the process if two Python
 threads enter a parallel region at the same time. fastgp therefore runs its
@@ -28,13 +40,15 @@ cost, run outside it, so two estimators fitted in two threads still overlap.
 
 import functools
 import hashlib
+import inspect
 import threading
+import warnings
 from pathlib import Path
 
 import numba
 from numba.core import caching
 
-__all__ = ["jit", "parallel_jit", "PARALLEL_LOCK", "prange"]
+__all__ = ["jit", "parallel_jit", "PARALLEL_LOCK", "prange", "NumbaCacheWarning"]
 
 prange = numba.prange
 
@@ -74,18 +88,177 @@ class _UserWideLocator(_PackageStamp, caching.UserWideCacheLocator):
     pass
 
 
-class _PackageCacheImpl(caching.CompileResultCacheImpl):
-    _locator_classes = [_UserProvidedLocator, _InTreeLocator, _UserWideLocator]
+#: Numba's cache locations, in Numba's order of preference.
+_LOCATOR_CLASSES = (_UserProvidedLocator, _InTreeLocator, _UserWideLocator)
 
 
-class _PackageFunctionCache(caching.FunctionCache):
-    _impl_class = _PackageCacheImpl
+class NumbaCacheWarning(UserWarning):
+    """No location for Numba's on-disk cache is writable, so fastgp's routines
+    compile in memory, in this process and again in every new one. Issued once
+    per process, on the first compile."""
+
+
+class _ReadOnly:
+    """A location that is read where it exists, writable or not, and never
+    written: a cache that someone else filled (``python -m fastgp.precompile``)."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        locator = cls(py_func, py_file)
+        return locator if Path(locator.get_cache_path()).is_dir() else None
+
+    def ensure_cache_path(self):
+        raise PermissionError(f"fastgp reads {self.get_cache_path()}, never writes it")
+
+
+class _ReadOnlyUserProvidedLocator(_ReadOnly, _UserProvidedLocator):
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not numba.config.CACHE_DIR:
+            return None
+        return super().from_function(py_func, py_file)
+
+
+class _ReadOnlyInTreeLocator(_ReadOnly, _InTreeLocator):
+    pass
+
+
+class _ReadOnlyUserWideLocator(_ReadOnly, _UserWideLocator):
+    pass
+
+
+def _function_cache_class(*locator_classes):
+    """A ``FunctionCache`` class that uses the first usable of *locator_classes*."""
+    impl = type("_PackageCacheImpl", (caching.CompileResultCacheImpl,),
+                {"_locator_classes": list(locator_classes)})
+    return type("_PackageFunctionCache", (caching.FunctionCache,), {"_impl_class": impl})
+
+
+#: The cache that is written: the first writable location, as Numba chooses it.
+_WritableFunctionCache = _function_cache_class(*_LOCATOR_CLASSES)
+#: The caches that are only read, one per location, in the same order.
+_READ_ONLY_FUNCTION_CACHES = (_function_cache_class(_ReadOnlyUserProvidedLocator),
+                              _function_cache_class(_ReadOnlyInTreeLocator),
+                              _function_cache_class(_ReadOnlyUserWideLocator))
+
+
+def _open_cache(cache_class, py_func):
+    """``cache_class(py_func)``, or None where none of its locations is usable
+    (Numba's "no locator available"; any other RuntimeError propagates)."""
+    try:
+        return cache_class(py_func)
+    except RuntimeError:
+        source = inspect.getfile(py_func)
+        if any(cls.from_function(py_func, source) is not None
+               for cls in cache_class._impl_class._locator_classes):
+            raise
+        return None
+
+
+_WARNED = False
+_WARN_LOCK = threading.Lock()
+
+
+def _warn_no_cache_once(py_func):
+    global _WARNED
+    with _WARN_LOCK:
+        if _WARNED:
+            return
+        _WARNED = True
+    source = inspect.getfile(py_func)
+    tried = [("NUMBA_CACHE_DIR", "unset")]
+    if numba.config.CACHE_DIR:
+        tried = [("NUMBA_CACHE_DIR", _UserProvidedLocator(py_func, source).get_cache_path())]
+    tried += [("in-tree", _InTreeLocator(py_func, source).get_cache_path()),
+              ("user-wide", _UserWideLocator(py_func, source).get_cache_path())]
+    warnings.warn(
+        "fastgp found no writable location for Numba's on-disk cache, so its "
+        "routines compile in memory: tens of seconds now, and again in every new "
+        "process. Set NUMBA_CACHE_DIR to a writable directory to cache them there; "
+        "on a shared or read-only install, its administrator can run "
+        "`python -m fastgp.precompile` once to fill the in-tree cache for everyone. "
+        "Locations tried: " + "; ".join(f"{name}: {path}" for name, path in tried),
+        NumbaCacheWarning, stacklevel=2)
+
+
+class _PackageCache(caching._Cache):
+    """The on-disk cache of one fastgp routine (see the module docstring).
+
+    Its locations are looked for on the first compile (Numba's
+    ``Dispatcher.compile`` calls :meth:`load_overload` first, under its
+    compiler lock), so importing fastgp touches no directory. Loads try the
+    writable location, then every other existing one; saves go to the writable
+    one, or nowhere. The package stamp is read at decoration, so it is the
+    stamp of the sources that were imported.
+    """
+
+    def __init__(self, py_func):
+        self._py_func = py_func
+        jitted_sources_digest()  # computed now, from the sources being imported
+        self._enabled = True
+        self._writable = None
+        self._layers = None
+        self._resolve_lock = threading.Lock()
+
+    def _resolve(self):
+        with self._resolve_lock:
+            if self._layers is None:
+                self._writable = _open_cache(_WritableFunctionCache, self._py_func)
+                layers = [self._writable] if self._writable is not None else []
+                for cache_class in _READ_ONLY_FUNCTION_CACHES:
+                    cache = _open_cache(cache_class, self._py_func)
+                    if cache is not None and all(cache.cache_path != c.cache_path
+                                                 for c in layers):
+                        layers.append(cache)
+                self._layers = tuple(layers)
+        return self._layers
+
+    @property
+    def layers(self):
+        """The ``FunctionCache`` of each location read, the writable first."""
+        return self._resolve()
+
+    @property
+    def writable(self):
+        """The ``FunctionCache`` that new machine code goes to, or None."""
+        self._resolve()
+        return self._writable
+
+    @property
+    def cache_path(self):
+        layers = self._resolve()
+        return layers[0].cache_path if layers else None
+
+    def load_overload(self, sig, target_context):
+        if not self._enabled:
+            return None
+        for cache in self._resolve():
+            cres = cache.load_overload(sig, target_context)
+            if cres is not None:
+                return cres
+        if self._writable is None:
+            _warn_no_cache_once(self._py_func)
+        return None
+
+    def save_overload(self, sig, data):
+        if self._enabled and self.writable is not None:
+            self._writable.save_overload(sig, data)
+
+    def enable(self):
+        self._enabled = True
+
+    def disable(self):
+        self._enabled = False
+
+    def flush(self):
+        if self.writable is not None:
+            self._writable.flush()
 
 
 def _with_package_cache(dispatcher):
     """What ``cache=True`` does (``Dispatcher.enable_caching``), with the
-    package-wide stamp."""
-    dispatcher._cache = _PackageFunctionCache(dispatcher.py_func)
+    package-wide stamp and the locations looked for on first compile."""
+    dispatcher._cache = _PackageCache(dispatcher.py_func)
     return dispatcher
 
 
@@ -101,3 +274,24 @@ def jit(func=None, **extra):
 def parallel_jit(func):
     """``numba.njit(parallel=True)`` with fastgp's options."""
     return _with_package_cache(numba.njit(parallel=True, **_COMMON)(func))
+
+
+def is_routine(obj):
+    """Whether *obj* is a routine declared with :func:`jit` or :func:`parallel_jit`."""
+    return isinstance(obj, numba.core.registry.CPUDispatcher) and isinstance(
+        obj._cache, _PackageCache)
+
+
+def cache_directory(routine):
+    """The directory that *routine*'s machine code is written to, or None where
+    no location is writable (it then compiles in memory)."""
+    writable = routine._cache.writable
+    return None if writable is None else writable.cache_path
+
+
+def cached_signatures(routine):
+    """The signatures that *routine*'s caches hold for the current sources, in
+    every location it reads (a routine that another one inlines is loaded
+    with its caller and may hold none in memory)."""
+    return {key[0] for cache in routine._cache.layers
+            for key in cache._cache_file._load_index()}
