@@ -1,6 +1,7 @@
 """The engine's layers hold: the jitted passes are reached only through the
 backend (fastgp/covariance.py; fastgp/lowering.py reads the opcodes it lowers
-to), the thread settings of a fit (fastgp._engine.threads) only by the fit
+to; fastgp/precompile.py walks the engine to compile every routine), the
+thread settings of a fit (fastgp._engine.threads) only by the fit
 core and the estimators, LAPACK only through fastgp/linalg.py, and numba only
 inside fastgp/_engine."""
 
@@ -15,8 +16,10 @@ MODULES = sorted(p for p in PACKAGE.glob("*.py"))
 #: module -> the only files outside fastgp/_engine allowed to import it; a
 #: name is judged by the most specific door it lies behind
 DOORS = {
-    "fastgp._engine": {"covariance.py", "lowering.py"},
+    "fastgp._engine": {"covariance.py", "lowering.py", "precompile.py"},
     "fastgp._engine.threads": {"fitting.py", "regressor.py", "gplvm.py"},
+    # PARALLEL_LOCK for the backend; NumbaCacheWarning for the package namespace
+    "fastgp._engine.config": {"covariance.py", "__init__.py", "precompile.py"},
     "scipy.linalg.lapack": {"linalg.py"},
     "numba": set(),
 }
