@@ -24,9 +24,8 @@ from .fitting import (
     FactorMessages,
     IterationReport,
     Workspace,
-    atomic_fit,
     fit_objective,
-    publish,
+    run_fit,
 )
 from .memory import (
     check_memory,
@@ -84,8 +83,9 @@ class GaussianProcessRegressor(_SklearnGPR):
         Added to the diagonal of the training covariance.
     optimizer : "fmin_l_bfgs_b", "CG", callable or None, default="fmin_l_bfgs_b"
         "fmin_l_bfgs_b": SciPy's L-BFGS-B within the kernel's bounds. "CG":
-        SciPy's nonlinear conjugate gradients, unbounded in log space. A
-        callable ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
+        SciPy's nonlinear conjugate gradients on a smooth map of the bounds'
+        box onto R^n (theta = lo + (hi - lo) sigmoid(u) per log-space
+        hyperparameter), so it stays within the bounds too. A callable ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
         func_min)`` as in scikit-learn. None keeps the kernel's parameters.
     n_restarts_optimizer : int, default=0
         Extra optimiser runs from log-uniform random starts within the bounds.
@@ -226,12 +226,12 @@ class GaussianProcessRegressor(_SklearnGPR):
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
-        with atomic_fit(self):
-            publish(self, self._fit(X, y))
+        run_fit(self, lambda: self._fit(X, y))
         return self
 
     def _fit(self, X, y):
-        """The fit's work; returns the fitted attributes (name -> value)."""
+        """The fit's work; returns the fitted attributes (name -> value) and
+        the fit core's :class:`~fastgp.fitting.FitResult`."""
         kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
         check_kernel_hyperparameters(kernel)
         rng = check_random_state(self.random_state)
@@ -258,19 +258,24 @@ class GaussianProcessRegressor(_SklearnGPR):
         objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
                                              Workspace(n_samples))
 
-        def optimize():
-            # sets kernel's theta to the best run's; (theta, iterations of that run)
+        def optimize(evaluate):
+            # sets kernel's theta to the best run's; (theta, iterations of
+            # that run, the KeyboardInterrupt that ended it or None)
             if self.optimizer is None or kernel.n_dims == 0:
-                return kernel.theta, 0
+                return kernel.theta, 0, None
+            report = IterationReport("-log p(y|X)", 4) if self.verbose else None
+            if report is not None:
+                report.start()
             best = minimize_with_restarts(
-                objective, kernel.theta, kernel.bounds, self.optimizer,
-                self.n_restarts_optimizer, rng,
-                IterationReport("-log p(y|X)", 4) if self.verbose else None)
+                evaluate, kernel.theta, kernel.bounds, self.optimizer,
+                self.n_restarts_optimizer, rng, report,
+                limit_remedy=("pass a callable optimizer (scikit-learn's contract) "
+                              "that allows more iterations or a looser tolerance"))
             if not math.isfinite(best.value):
-                return kernel.theta, 0
+                return kernel.theta, 0, best.interrupt
             kernel.theta = best.theta
             kernel._check_bounds_params()
-            return kernel.theta, best.n_iterations
+            return kernel.theta, best.n_iterations, best.interrupt
 
         # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
         # in the workspace the optimiser used; that buffer becomes L_.
@@ -300,7 +305,7 @@ class GaussianProcessRegressor(_SklearnGPR):
             "alpha_": fitted.A.reshape(y_train.shape),
             "jitter_": fitted.jitter,
             "log_marginal_likelihood_value_": -fitted.value,
-        }
+        }, fitted
 
     @staticmethod
     def _factor_messages(kernel, y_train):
@@ -375,15 +380,16 @@ class GaussianProcessRegressor(_SklearnGPR):
         A = self.alpha_.reshape(len(self.alpha_), -1)
         if return_cov:
             self._check_predict_memory(X, n_train=len(self.alpha_))
-            with threads_for(len(A)):
-                mean, cov = predict_mean_cov(covariance, theta, self.L_, A, X)
+            with threads_for(len(A)) as threads:
+                mean, cov = threads.evaluate(predict_mean_cov, covariance, theta,
+                                             self.L_, A, X)
             y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             if y_cov.shape[2] == 1:
                 y_cov = np.squeeze(y_cov, axis=2)
             return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
-        with threads_for(len(A)):
-            mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
-                                         want_var=return_std)
+        with threads_for(len(A)) as threads:
+            mean, var = threads.evaluate(predict_mean_var, covariance, theta, self.L_,
+                                         A, X, want_var=return_std)
         if not return_std:
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
@@ -510,8 +516,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         objective = NegLogMarginalLikelihood(covariance, self.y_train_,
                                              self._diag_add(len(self.y_train_)),
                                              Workspace(len(self.y_train_)))
-        with threads_for(n_samples):
+        with threads_for(n_samples) as threads:
             if eval_gradient:
-                value, grad = objective(theta)
+                value, grad = threads.evaluate(objective, theta)
                 return -value, -grad
-            return -objective.value(theta)
+            return -threads.evaluate(objective.value, theta)
