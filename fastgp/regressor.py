@@ -7,7 +7,6 @@ messages); the fit itself runs in the fit core (:mod:`fastgp.fitting`).
 """
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,6 +18,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ._engine.threads import threads_for
+from ._user_warnings import warn_user
 from .covariance import make_covariance
 from .fitting import (
     FactorMessages,
@@ -394,9 +394,8 @@ class GaussianProcessRegressor(_SklearnGPR):
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
         if np.any(negative):
-            warnings.warn(
-                "Predicted variances smaller than 0. Setting those variances to 0."
-            )
+            warn_user("Predicted variances smaller than 0. Setting those variances to 0.",
+                      UserWarning)
             var[negative] = 0.0
         # sqrt(var) * std rather than sqrt(var * std^2): the same to rounding,
         # and no overflow for targets beyond 1e154 (normalize_y=True)
