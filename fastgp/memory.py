@@ -388,7 +388,7 @@ def format_bytes(n_bytes):
     return f"{value:.1f} PB"  # pragma: no cover
 
 
-def check_memory(needed, *, n_samples, operation, remedies, reading=None):
+def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=None):
     """Raise :class:`InsufficientMemoryError` if ``needed`` bytes exceed the
     memory available now; do nothing if they fit, if the check is switched
     off (:func:`skip_memory_check`) or if no figure can be read.
@@ -398,13 +398,18 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None):
     needed : int
         Estimated bytes the operation would allocate.
     n_samples : int
-        The N that sets the size, named in the message.
+        The N that sets the size, named in the message (and carried by the
+        exception).
     operation : str
         What would allocate it ("fitting GaussianProcessRegressor").
     remedies : sequence of str
         What the user can do, most useful first; the opt-out is appended.
     reading : MemoryReading or None
         The available memory; None reads it now (:func:`available_memory`).
+    size : str or None
+        How the message names the size, where ``n_samples`` is not a number
+        of training samples ("200,000 query points (the model has 500
+        training samples)"); None: "N = <n_samples> samples".
 
     Returns
     -------
@@ -422,7 +427,7 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None):
         f"environment variable {SKIP_ENV}=1"
     ])
     message = (
-        f"{operation} with N = {n_samples:,} samples needs about "
+        f"{operation} with {size or f'N = {n_samples:,} samples'} needs about "
         f"{format_bytes(needed)} of memory, but only {format_bytes(reading.available)} "
         f"is available now ({reading.source}). fastgp stopped before allocating it, "
         f"instead of letting the operating system kill the process. What you can do: {todo}."

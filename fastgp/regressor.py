@@ -411,24 +411,33 @@ class GaussianProcessRegressor(_SklearnGPR):
 
     def _check_predict_memory(self, X, n_train, n_draws=None):
         """The joint covariance over m query points costs O(m^2): check it
-        before it is allocated (sample_y adds NumPy's SVD of it)."""
+        before it is allocated (sample_y adds NumPy's SVD of it). The message
+        names the query points (not the training samples) and only remedies
+        the calling method has."""
         m = count_samples(X)
         if m is None:
             return  # not array-like: validation below says so
         t = self._n_targets()
+        model = (f"the model has {n_train:,} training samples" if n_train
+                 else "the unfitted prior")
+        size = f"{m:,} query points ({model})"
+        fewer = ("ask for fewer query points at once (the joint covariance of m "
+                 "query points is m x m)")
         if n_draws is None:
             needed = predict_cov_bytes(n_train, m, t)
-            operation = "predict(return_cov=True) on this many query points"
+            operation = "predict(return_cov=True)"
+            remedies = [fewer,
+                        "use predict(X, return_std=True) instead if the marginal "
+                        "variances are enough (its memory is bounded whatever m)",
+                        "use a machine with more memory"]
         else:
             needed = sample_y_bytes(n_train, m, t, n_draws)
-            operation = "sample_y on this many query points"
-        check_memory(
-            needed, n_samples=m, operation=operation,
-            remedies=["ask for fewer query points at once (the joint covariance "
-                      "of m points is m x m)",
-                      "use return_std=True if the marginal variances are enough "
-                      "(its memory is bounded whatever m)",
-                      "use a machine with more memory"])
+            operation = "sample_y"
+            remedies = [fewer + "; draws on separate calls are not jointly "
+                        "distributed, so split only where the joint draw does not matter",
+                        "use a machine with more memory"]
+        check_memory(needed, n_samples=m, operation=operation, remedies=remedies,
+                     size=size)
 
     @staticmethod
     def _checked(mean, spread=None, spread_name=None):
