@@ -13,6 +13,9 @@ NumPy reference; fastgp's estimators evaluate them on the fast path instead
 - :class:`ExpSineSquared`: one length scale and one period per input
   dimension.
 
+They print with their module ("fastgp.kernels.RationalQuadratic(alpha=1,
+length_scale=[1, 2])"), so a fitted kernel shows which class is in use.
+
 This module imports no Numba.
 """
 
@@ -49,6 +52,13 @@ def _format(value):
     if _is_vector(value):
         return "[{}]".format(", ".join(f"{v:.3g}" for v in value))
     return f"{float(np.squeeze(value)):.3g}"
+
+
+def _qualified_name(cls):
+    """``module.Class``: these kernels share their names with scikit-learn's,
+    so a printed kernel (a fitted ``kernel_``, a message) says which one is in
+    use: "fastgp.kernels.RationalQuadratic(...)"."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _pairwise_differences(X, Y):
@@ -170,7 +180,7 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
         return K, _stack_gradients(K, parts)
 
     def __repr__(self):
-        return (f"{type(self).__name__}(alpha={float(self.alpha):.3g}, "
+        return (f"{_qualified_name(type(self))}(alpha={float(self.alpha):.3g}, "
                 f"length_scale={_format(self.length_scale)})")
 
 
@@ -295,7 +305,7 @@ class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
         return K, _stack_gradients(K, parts)
 
     def __repr__(self):
-        return (f"{type(self).__name__}(length_scale={_format(self.length_scale)}, "
+        return (f"{_qualified_name(type(self))}(length_scale={_format(self.length_scale)}, "
                 f"periodicity={_format(self.periodicity)})")
 
 
