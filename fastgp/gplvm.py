@@ -109,7 +109,8 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Draws the random initial latent points (``init="random"``, or the
         dimensions beyond the data's rank with ``init="pca"``).
     verbose : int, default=0
-        If positive, print the objective and gradient norm every iteration.
+        If positive, print the objective, the gradient norm and the time per
+        iteration every iteration.
 
     Attributes
     ----------
@@ -141,7 +142,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    sklearn.decomposition.PCA : the linear special case (a DotProduct kernel
+    sklearn.decomposition.PCA : The linear special case (a DotProduct kernel
         plus noise, Lawrence 2005, sec. 2).
 
     References
@@ -217,12 +218,22 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        self : GPLVM
+        GPLVM
+            The fitted estimator (``self``).
 
-        Before the N x N buffer is allocated the memory needed is compared
-        with the memory available (:class:`~fastgp.memory.InsufficientMemoryError`
-        names both and the remedies). A fit that raises leaves a previously
-        fitted estimator exactly as it was.
+        Raises
+        ------
+        fastgp.memory.InsufficientMemoryError
+            Before the N x N buffer is allocated, if the memory needed exceeds
+            the memory available (the message names both and the remedies).
+        KeyboardInterrupt
+            Ctrl-C during the optimisation, after the estimator was fitted at
+            the best point so far (with a ConvergenceWarning).
+
+        Notes
+        -----
+        A fit that raises anything else leaves a previously fitted estimator
+        exactly as it was.
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
@@ -307,12 +318,13 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The data.
         y : None
             Ignored.
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_components)
+        ndarray of shape (n_samples, n_components)
             A copy of ``embedding_``.
         """
         return self.fit(X).embedding_.copy()
@@ -397,10 +409,12 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples_new, n_features)
+            New data, in the original (uncentred) coordinates.
 
         Returns
         -------
-        X_latent : ndarray of shape (n_samples_new, n_components)
+        ndarray of shape (n_samples_new, n_components)
+            The latent point of each row.
         """
         check_is_fitted(self)
         Y = validate_data(self, X, dtype=np.float64, reset=False)
@@ -427,6 +441,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples_new, n_components)
+            Latent points.
         return_std : bool, default=False
             Also return the predictive standard deviation of each feature
             (noise included, as scikit-learn's GaussianProcessRegressor).
@@ -434,7 +449,9 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         Y_mean : ndarray of shape (n_samples_new, n_features)
+            Predictive mean in data space.
         Y_std : ndarray of shape (n_samples_new, n_features), optional
+            Predictive standard deviation; only with ``return_std``.
         """
         check_is_fitted(self)
         X = check_array(X, dtype=np.float64)

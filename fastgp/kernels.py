@@ -95,7 +95,9 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     alpha : float > 0, default=1.0
         Scale mixture parameter :math:`\alpha`.
     length_scale_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+        The range the optimiser may move ``length_scale`` in; "fixed" keeps it.
     alpha_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+        The range the optimiser may move ``alpha`` in; "fixed" keeps it.
 
     Notes
     -----
@@ -115,7 +117,7 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     >>> from fastgp.kernels import RationalQuadratic
     >>> kernel = RationalQuadratic(length_scale=[1.0, 10.0], alpha=2.0)
     >>> kernel
-    RationalQuadratic(alpha=2, length_scale=[1, 10])
+    fastgp.kernels.RationalQuadratic(alpha=2, length_scale=[1, 10])
     >>> K, K_gradient = kernel(np.array([[0.0, 0.0], [1.0, 1.0]]), eval_gradient=True)
     >>> K_gradient.shape
     (2, 2, 3)
@@ -185,8 +187,7 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
 
 
 class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
-    r"""Periodic (exp-sine-squared) kernel with a length scale and a period per
-    dimension.
+    r"""Periodic (exp-sine-squared) kernel with a length scale and period per axis.
 
     .. math::
         k(x, x') = \exp\left(-2 \sum_{k=1}^{d}
@@ -212,7 +213,9 @@ class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     periodicity : float or ndarray of shape (n_features,), default=1.0
         Period(s) :math:`p > 0`.
     length_scale_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+        The range the optimiser may move ``length_scale`` in; "fixed" keeps it.
     periodicity_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+        The range the optimiser may move ``periodicity`` in; "fixed" keeps it.
 
     Notes
     -----
@@ -233,7 +236,7 @@ class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     >>> from fastgp.kernels import ExpSineSquared
     >>> kernel = ExpSineSquared(length_scale=[1.0, 2.0], periodicity=[1.0, 7.0])
     >>> kernel
-    ExpSineSquared(length_scale=[1, 2], periodicity=[1, 7])
+    fastgp.kernels.ExpSineSquared(length_scale=[1, 2], periodicity=[1, 7])
     >>> X = np.array([[0.0, 0.0], [1.0, 7.0]])   # one period apart on each axis
     >>> bool(np.allclose(kernel(X), 1.0))
     True

@@ -98,22 +98,10 @@ class GaussianProcessRegressor(_SklearnGPR):
     random_state : int, RandomState instance or None, default=None
         Draws the restart points.
     verbose : int, default=0
-        If positive, print the objective and gradient norm at every optimiser
-        iteration (fastgp's addition; scikit-learn's signature otherwise).
-
-    Failure behaviour (docs/reliability.md)
-    -----------------------------------------
-    Before the N x N buffer is allocated (fit, log_marginal_likelihood,
-    predict with ``return_cov``, sample_y) the bytes needed are compared with
-    the memory available; :class:`~fastgp.memory.InsufficientMemoryError` (a
-    MemoryError) names both, N and the remedies, and
-    :func:`fastgp.memory.skip_memory_check` lets a user proceed anyway. Where
-    the kept factorisation is not numerically positive definite, jitter is
-    added to the diagonal in growing steps (a :class:`~fastgp.linalg.JitterWarning`
-    gives the amount; ``jitter_`` records it). Optimiser trouble and a
-    KeyboardInterrupt during the optimisation end the fit at the best finite
-    point with a ConvergenceWarning. A fit that raises leaves a previously
-    fitted estimator as it was.
+        If positive, print the objective, the gradient norm and the time per
+        iteration at every optimiser iteration, and with restarts a header
+        per run and which run was kept (fastgp's addition; scikit-learn's
+        signature otherwise).
 
     Attributes
     ----------
@@ -136,6 +124,26 @@ class GaussianProcessRegressor(_SklearnGPR):
         Optimiser iterations of the run whose optimum was kept (0 if none ran).
     n_evaluations_ : int
         Objective evaluations over all optimiser runs.
+
+    Notes
+    -----
+    Failure behaviour (docs/reliability.md): before the N x N buffer is
+    allocated (fit, log_marginal_likelihood, predict with ``return_cov``,
+    sample_y) the bytes needed are compared with the memory available; :class:`~fastgp.memory.InsufficientMemoryError` (a
+    MemoryError) names both, N and the remedies, and
+    :func:`fastgp.memory.skip_memory_check` lets a user proceed anyway. Where
+    the kept factorisation is not numerically positive definite, jitter is
+    added to the diagonal in growing steps (a :class:`~fastgp.linalg.JitterWarning`
+    gives the amount; ``jitter_`` records it). Optimiser trouble and a
+    KeyboardInterrupt during the optimisation end the fit at the best finite
+    point with a ConvergenceWarning; after a KeyboardInterrupt the estimator
+    is fitted at that point and the interrupt then propagates, so loops and
+    cross-validation stop. A fit that raises leaves a previously fitted
+    estimator as it was.
+
+    Threads: each evaluation of the likelihood uses only the cores that are
+    idle when it starts (Numba and BLAS together, never above the user's
+    settings); on a quiet machine that is every core.
 
     Examples
     --------
@@ -212,17 +220,28 @@ class GaussianProcessRegressor(_SklearnGPR):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Fit the Gaussian process: optimise the kernel's hyperparameters by
-        maximising the log marginal likelihood, then keep the Cholesky factor.
+        """Fit the Gaussian process to the training data.
+
+        Optimise the kernel's hyperparameters by maximising the log marginal
+        likelihood, then keep the Cholesky factor.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Training inputs.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Training targets.
 
         Returns
         -------
-        self : GaussianProcessRegressor
+        GaussianProcessRegressor
+            The fitted estimator (``self``).
+
+        Raises
+        ------
+        KeyboardInterrupt
+            Ctrl-C during the optimisation, after the estimator was fitted at
+            the best point so far (with a ConvergenceWarning).
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
@@ -342,9 +361,14 @@ class GaussianProcessRegressor(_SklearnGPR):
     def predict(self, X, return_std=False, return_cov=False):
         """Predict with the Gaussian process (the prior if not fitted).
 
+        Mean and standard deviation work through X in chunks, so their extra
+        memory is O(n_train x chunk); the covariance holds an
+        (n_train, n_samples) block beside its (n_samples, n_samples) result.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
         return_std : bool, default=False
             Also return the predictive standard deviation.
         return_cov : bool, default=False
@@ -353,13 +377,11 @@ class GaussianProcessRegressor(_SklearnGPR):
         Returns
         -------
         y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictive mean at the query points.
         y_std : ndarray of shape (n_samples,) or (n_samples, n_targets), optional
-        y_cov : ndarray of shape (n_samples, n_samples) or
-            (n_samples, n_samples, n_targets), optional
-
-        Mean and standard deviation work through X in chunks, so their extra
-        memory is O(n_train x chunk); the covariance holds an
-        (n_train, n_samples) block beside its (n_samples, n_samples) result.
+            Predictive standard deviation; only with ``return_std``.
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets), optional
+            Joint predictive covariance; only with ``return_cov``.
         """
         if return_std and return_cov:
             raise RuntimeError(
@@ -462,14 +484,16 @@ class GaussianProcessRegressor(_SklearnGPR):
         Parameters
         ----------
         X : array-like of shape (n_samples_X, n_features) or list of object
+            Query points.
         n_samples : int, default=1
             Number of draws per query point.
         random_state : int, RandomState instance or None, default=0
+            Seeds the draws.
 
         Returns
         -------
-        y_samples : ndarray of shape (n_samples_X, n_samples) or
-            (n_samples_X, n_targets, n_samples)
+        ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
+            The draws, jointly distributed over the query points.
         """
         n_train = len(self.alpha_) if hasattr(self, "alpha_") else 0
         self._check_predict_memory(X, n_train=n_train, n_draws=n_samples)
@@ -498,9 +522,14 @@ class GaussianProcessRegressor(_SklearnGPR):
         Returns
         -------
         log_likelihood : float
-            ``-inf`` where the kernel matrix is not positive definite.
+            Log marginal likelihood; ``-inf`` where the kernel matrix is not
+            positive definite.
         log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
+            Its gradient with respect to ``theta``; only with
+            ``eval_gradient``.
 
+        Notes
+        -----
         Each call allocates one N x N buffer of its own and leaves ``L_``
         untouched.
         """
