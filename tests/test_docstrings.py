@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-numpydoc_validate = pytest.importorskip("numpydoc.validate")
+from numpydoc import validate as numpydoc_validate  # noqa: E402
 
 import fastgp  # noqa: E402
 import fastgp.datasets  # noqa: E402
