@@ -59,7 +59,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._user_warnings import warn_user
 
-__all__ = ["BestPoint", "BoxMap", "OptimizationResult", "minimize_theta", "minimize_with_restarts",
+__all__ = ["BestPoint", "BoxMap", "OptimizationResult", "minimize_theta",
+           "minimize_with_restarts",
            "minimize_rows"]
 
 
@@ -169,7 +170,8 @@ class BoxMap:
         """The inverse map, with a start on a bound moved :data:`INSIDE`."""
         u = np.array(theta, dtype=np.float64)
         b, lo, up = self.both, self.lower, self.upper
-        fraction = np.clip((u[b] - self.lo[b]) / self.width[b], self.INSIDE, 1 - self.INSIDE)
+        fraction = np.clip((u[b] - self.lo[b]) / self.width[b],
+                           self.INSIDE, 1 - self.INSIDE)
         u[b] = scipy.special.logit(fraction)
         u[lo] = _inverse_softplus(np.maximum(u[lo] - self.lo[lo], self.INSIDE))
         u[up] = -_inverse_softplus(np.maximum(self.hi[up] - u[up], self.INSIDE))

@@ -85,7 +85,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         "fmin_l_bfgs_b": SciPy's L-BFGS-B within the kernel's bounds. "CG":
         SciPy's nonlinear conjugate gradients on a smooth map of the bounds'
         box onto R^n (theta = lo + (hi - lo) sigmoid(u) per log-space
-        hyperparameter), so it stays within the bounds too. A callable ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
+        hyperparameter), so it stays within the bounds too. A callable
+        ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
         func_min)`` as in scikit-learn. None keeps the kernel's parameters.
     n_restarts_optimizer : int, default=0
         Extra optimiser runs from log-uniform random starts within the bounds.
@@ -129,12 +130,13 @@ class GaussianProcessRegressor(_SklearnGPR):
     -----
     Failure behaviour (docs/reliability.md): before the N x N buffer is
     allocated (fit, log_marginal_likelihood, predict with ``return_cov``,
-    sample_y) the bytes needed are compared with the memory available; :class:`~fastgp.memory.InsufficientMemoryError` (a
-    MemoryError) names both, N and the remedies, and
-    :func:`fastgp.memory.skip_memory_check` lets a user proceed anyway. Where
-    the kept factorisation is not numerically positive definite, jitter is
-    added to the diagonal in growing steps (a :class:`~fastgp.linalg.JitterWarning`
-    gives the amount; ``jitter_`` records it). Optimiser trouble and a
+    sample_y) the bytes needed are compared with the memory available;
+    :class:`~fastgp.memory.InsufficientMemoryError` (a MemoryError) names
+    both, N and the remedies, and :func:`fastgp.memory.skip_memory_check`
+    lets a user proceed anyway. Where the kept factorisation is not
+    numerically positive definite, jitter is added to the diagonal in growing
+    steps (a :class:`~fastgp.linalg.JitterWarning` gives the amount;
+    ``jitter_`` records it). Optimiser trouble and a
     KeyboardInterrupt during the optimisation end the fit at the best finite
     point with a ConvergenceWarning; after a KeyboardInterrupt the estimator
     is fitted at that point and the interrupt then propagates, so loops and
