@@ -416,3 +416,20 @@ def test_optimizer_fit_whose_first_step_leaves_the_positive_definite_region():
     # (the kept value includes the jitter the final factor needed)
     assert min(v for v in calls if math.isfinite(v)) < calls[0] - 10.0
     assert gpr.n_iter_ > 1
+
+
+def test_optimizer_gplvm_with_cg_keeps_the_kernel_within_its_bounds():
+    from fastgp import GPLVM
+
+    rng = np.random.default_rng(0)
+    t = rng.uniform(0, 3, size=30)
+    Y = np.column_stack([np.sin(t), np.cos(t), t])  # no noise: the noise level falls
+    kernel = C(1.0) * RBF(1.0) + WhiteKernel(1e-1, noise_level_bounds=(1e-3, 1e3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gplvm = GPLVM(n_components=1, kernel=kernel, optimizer="CG", max_iter=200,
+                      random_state=0).fit(Y)
+    bounds = gplvm.kernel_.bounds
+    assert np.all(gplvm.kernel_.theta >= bounds[:, 0])
+    assert np.all(gplvm.kernel_.theta <= bounds[:, 1])
+    assert gplvm.kernel_.k2.noise_level < 2e-3  # it went to its bound, not past it
