@@ -42,6 +42,12 @@ def mauna_loa_kernel():
     return long_term_trend + seasonal + irregularities + noise
 
 
+def _version():
+    from . import __version__
+
+    return __version__
+
+
 def _peak_rss_mb():
     # ru_maxrss is in kilobytes on Linux, bytes on macOS
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -54,16 +60,26 @@ def main(argv=None):
         description="Fit an exact GP to the Mauna Loa CO2 series shipped with "
                     "fastgp, printing progress per optimiser iteration.")
     parser.add_argument("--optimizer", choices=["fmin_l_bfgs_b", "CG"],
-                        default="fmin_l_bfgs_b")
-    parser.add_argument("--n-samples", type=int, default=None,
-                        help="use only the first N weeks (default: all)")
+                        default="fmin_l_bfgs_b",
+                        help="fmin_l_bfgs_b: SciPy's L-BFGS-B within the kernel's "
+                             "bounds (default, as scikit-learn); CG: SciPy's nonlinear "
+                             "conjugate gradients, kept within the bounds by a smooth "
+                             "map of them")
+    parser.add_argument("--n-samples", type=int, default=None, metavar="N",
+                        help="use only the first N weeks, 1 <= N <= the series' "
+                             "length (default: all)")
     parser.add_argument("--quiet", action="store_true",
                         help="no per-iteration progress")
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {_version()}")
     args = parser.parse_args(argv)
 
     from . import GaussianProcessRegressor
 
     X, y = load_mauna_loa_co2()
+    if args.n_samples is not None and not 1 <= args.n_samples <= len(y):
+        parser.error(f"argument --n-samples: must be between 1 and {len(y):,} (the "
+                     f"number of weekly means in the series), got {args.n_samples}")
     if args.n_samples is not None:
         X, y = X[: args.n_samples], y[: args.n_samples]
     y_mean = y.mean()

@@ -34,14 +34,13 @@ prediction do not care which one they hold. Every parallel pass runs under
 thread-safe).
 """
 
-import warnings
-
 import numpy as np
 
 from ._engine import latent_passes as latent_jitted
 from ._engine import opcodes as op
 from ._engine import passes as jitted
 from ._engine.config import PARALLEL_LOCK
+from ._user_warnings import warn_user
 from .lowering import lower_kernel
 
 __all__ = ["make_covariance", "FastCovariance", "LatentCovariance",
@@ -73,14 +72,13 @@ def make_covariance(kernel, X, warn=True):
         if program is not None:
             return FastCovariance(kernel, program, X)
     if warn:
-        warnings.warn(
+        warn_user(
             f"{kernel!r} is not on fastgp's fast path; fastgp calls the kernel "
             "object itself, which costs scikit-learn's memory for the gradient: "
             "an (n_samples, n_samples, n_hyperparameters) tensor plus two "
             "n_samples x n_samples matrices beside the workspace. See "
             "docs/adding_a_kernel.md for the kernels on the fast path.",
             SlowKernelWarning,
-            stacklevel=3,
         )
     return KernelObjectCovariance(kernel, X)
 

@@ -10,7 +10,8 @@ this module owns the rest, in the order a fit runs it (:func:`fit_objective`):
 2. the :class:`Workspace`, the one N x N buffer the objective works in
    (allocated on first use, with a memory check of its own as a backstop);
 3. the optimiser run the estimator hands in (:mod:`fastgp.optimize`), inside
-   the thread settings of :func:`fastgp._engine.threads.threads_for`;
+   the thread settings of :func:`fastgp._engine.threads.threads_for`: each
+   evaluation of the objective uses the cores that are idle when it starts;
 4. the final factor (:func:`final_factor`) at the chosen point, with jitter
    where K is not numerically positive definite (Rasmussen & Williams 2006,
    Alg. 2.1 lines 2-3): linalg's errors become the user-facing ValueError and
@@ -22,12 +23,16 @@ this module owns the rest, in the order a fit runs it (:func:`fit_objective`):
    that can raise (:func:`publish`), inside :func:`atomic_fit`, which restores
    the estimator's attributes as they were if anything raises (scikit-learn's
    ``validate_data`` sets ``n_features_in_`` before the fit can fail). So a
-   fit that raises leaves a fitted estimator exactly as it was.
+   fit that raises leaves a fitted estimator exactly as it was. The one
+   exception is Ctrl-C during the optimisation (:func:`run_fit`): the best
+   point so far is published, a fitted and usable estimator, and then the
+   KeyboardInterrupt propagates, so loops and cross-validation stop.
 
-It also owns :class:`IterationReport`, the progress line of a verbose fit.
+It also owns :class:`IterationReport`, the progress lines of a verbose fit.
 """
 
 import contextlib
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -47,6 +52,7 @@ __all__ = [
     "final_factor",
     "atomic_fit",
     "publish",
+    "run_fit",
 ]
 
 
@@ -88,20 +94,44 @@ class Workspace:
 
 
 class IterationReport:
-    """``report(iteration, value, grad_norm)``: prints a verbose fit's progress
-    line, ``iter <n>  <objective_name> <value>  |grad| <norm>``.
+    """The progress lines of a verbose fit.
+
+    ``report(iteration, value, grad_norm)`` prints
+    ``iter <n>  <objective_name> <value>  |grad| <norm>  <seconds> s/iter``,
+    the time since the previous line (or since the run started). With
+    restarts, ``run_started(index, n_runs)`` prints a header before each run
+    and ``run_kept(index, n_runs, value)`` says which run the fit keeps.
 
     objective_name : str, such as ``"-log p(y|X)"``
     width : int, digits given to the iteration number
     """
 
-    def __init__(self, objective_name, width):
+    def __init__(self, objective_name, width, clock=time.perf_counter):
         self.objective_name = objective_name
         self.width = int(width)
+        self.clock = clock
+        self._last = None
 
     def __call__(self, iteration, value, grad_norm):
+        now = self.clock()
+        elapsed = "" if self._last is None else f"  {now - self._last:.3g} s/iter"
+        self._last = now
         print(f"iter {iteration:{self.width}d}  {self.objective_name} {value: .6e}  "
-              f"|grad| {grad_norm:.3e}", flush=True)
+              f"|grad| {grad_norm:.3e}{elapsed}", flush=True)
+
+    def start(self):
+        """Start the clock of the first line (a run begins)."""
+        self._last = self.clock()
+
+    def run_started(self, index, n_runs):
+        origin = ("the initial hyperparameters" if index == 0
+                  else "a random start within the bounds")
+        print(f"run {index + 1} of {n_runs}: from {origin}", flush=True)
+        self.start()
+
+    def run_kept(self, index, n_runs, value):
+        print(f"kept run {index + 1} of {n_runs} ({self.objective_name} {value: .6e})",
+              flush=True)
 
 
 @dataclass(frozen=True)
@@ -137,6 +167,8 @@ class FitResult:
     A : ndarray (n, T), K^-1 Y
     value : float, the objective (negative log marginal likelihood) at point
     jitter : float, added to K's diagonal beyond the estimator's alpha
+    interrupt : KeyboardInterrupt or None, the Ctrl-C that ended the
+        optimisation (:func:`run_fit` re-raises it after publishing)
     """
 
     point: np.ndarray
@@ -146,6 +178,7 @@ class FitResult:
     A: np.ndarray
     value: float
     jitter: float
+    interrupt: BaseException = None
 
 
 def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, messages):
@@ -156,9 +189,11 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     objective : NegLogMarginalLikelihood or LatentNegLogMarginalLikelihood
         Built on a :class:`Workspace` that has not allocated yet; its
         ``factor_with_jitter(point)`` gives the final factor.
-    optimize : callable () -> (point, n_iterations)
-        The estimator's optimiser run(s) on ``objective``; called after the
-        memory check, inside the fit's thread settings.
+    optimize : callable (evaluate) -> (point, n_iterations, interrupt)
+        The estimator's optimiser run(s), minimising ``evaluate`` (the
+        objective, each call run on the cores idle when it starts); called
+        after the memory check. ``interrupt`` is the KeyboardInterrupt that
+        ended the optimisation, or None.
     needed_bytes : int
         The fit's peak memory estimate (:mod:`fastgp.memory`).
     operation : str
@@ -179,12 +214,13 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     n_samples = objective.n_samples
     check_memory(needed_bytes, n_samples=n_samples, operation=operation,
                  remedies=remedies)
-    with threads_for(n_samples):
-        point, n_iterations = optimize()
-        L, A, value, jitter = final_factor(objective, point, messages)
+    with threads_for(n_samples) as governor:
+        point, n_iterations, interrupt = optimize(
+            lambda theta: governor.evaluate(objective, theta))
+        L, A, value, jitter = governor.evaluate(final_factor, objective, point, messages)
     return FitResult(point=point, n_iterations=int(n_iterations),
                      n_evaluations=objective.n_evaluations, L=L, A=A,
-                     value=float(value), jitter=jitter)
+                     value=float(value), jitter=jitter, interrupt=interrupt)
 
 
 def final_factor(objective, point, messages):
@@ -243,3 +279,19 @@ def publish(estimator, attributes):
     (name -> value), all at once, as the last step of a fit."""
     for name, value in attributes.items():
         setattr(estimator, name, value)
+
+
+def run_fit(estimator, work):
+    """An estimator's fit: ``work()`` returns ``(attributes, fitted)``, the
+    fitted attributes (name -> value) and the :class:`FitResult`; they are
+    published inside :func:`atomic_fit`. If a KeyboardInterrupt ended the
+    optimisation (``fitted.interrupt``), it is re-raised after publishing:
+    the estimator is fitted at the best point so far and usable, and the
+    interrupt still stops the caller's loop, notebook cell or
+    cross-validation, as it does with scikit-learn.
+    """
+    with atomic_fit(estimator):
+        attributes, fitted = work()
+        publish(estimator, attributes)
+    if fitted.interrupt is not None:
+        raise fitted.interrupt

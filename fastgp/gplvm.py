@@ -30,9 +30,8 @@ from .fitting import (
     FactorMessages,
     IterationReport,
     Workspace,
-    atomic_fit,
     fit_objective,
-    publish,
+    run_fit,
 )
 from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from .memory import gplvm_fit_bytes
@@ -92,12 +91,14 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         normal draws.
     optimizer : {"fmin_l_bfgs_b", "CG"}, default="fmin_l_bfgs_b"
         SciPy's L-BFGS-B (the kernel's log-space bounds on theta, the latent
-        points unbounded) or nonlinear conjugate gradients (unbounded).
+        points unbounded) or nonlinear conjugate gradients (theta kept within
+        its bounds by a smooth map of the box, the latent points unbounded).
     max_iter : int, default=1000
         Optimiser iterations. 0 keeps the initial latent points and kernel.
     tol : float, default=1e-6
         SciPy's ``tol`` for the optimiser (L-BFGS-B: relative decrease of the
-        objective and largest projected gradient; CG: gradient norm).
+        objective and largest projected gradient; CG: largest gradient
+        component, in the map's coordinates).
     standardize : bool, default=False
         Divide each centred feature by its standard deviation before fitting
         (the data are always centred); transform and inverse_transform apply
@@ -108,7 +109,8 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Draws the random initial latent points (``init="random"``, or the
         dimensions beyond the data's rank with ``init="pca"``).
     verbose : int, default=0
-        If positive, print the objective and gradient norm every iteration.
+        If positive, print the objective, the gradient norm and the time per
+        iteration every iteration.
 
     Attributes
     ----------
@@ -140,7 +142,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     See Also
     --------
-    sklearn.decomposition.PCA : the linear special case (a DotProduct kernel
+    sklearn.decomposition.PCA : The linear special case (a DotProduct kernel
         plus noise, Lawrence 2005, sec. 2).
 
     References
@@ -216,21 +218,31 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        self : GPLVM
+        GPLVM
+            The fitted estimator (``self``).
 
-        Before the N x N buffer is allocated the memory needed is compared
-        with the memory available (:class:`~fastgp.memory.InsufficientMemoryError`
-        names both and the remedies). A fit that raises leaves a previously
-        fitted estimator exactly as it was.
+        Raises
+        ------
+        fastgp.memory.InsufficientMemoryError
+            Before the N x N buffer is allocated, if the memory needed exceeds
+            the memory available (the message names both and the remedies).
+        KeyboardInterrupt
+            Ctrl-C during the optimisation, after the estimator was fitted at
+            the best point so far (with a ConvergenceWarning).
+
+        Notes
+        -----
+        A fit that raises anything else leaves a previously fitted estimator
+        exactly as it was.
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
-        with atomic_fit(self):
-            publish(self, self._fit(X))
+        run_fit(self, lambda: self._fit(X))
         return self
 
     def _fit(self, X):
-        """The fit's work; returns the fitted attributes (name -> value)."""
+        """The fit's work; returns the fitted attributes (name -> value) and
+        the fit core's :class:`~fastgp.fitting.FitResult`."""
         Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n_samples, n_features = Y.shape
         Q = self.n_components
@@ -243,12 +255,13 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         objective = LatentNegLogMarginalLikelihood(kernel, Yc, Q, self.alpha,
                                                    Workspace(n_samples))
 
-        def optimize():
-            # sets kernel's theta to the optimum's; (z, iterations)
-            z, n_iter = self._optimize(objective, kernel, objective.pack(X0, kernel.theta))
+        def optimize(evaluate):
+            # sets kernel's theta to the optimum's; (z, iterations, interrupt)
+            z, n_iter, interrupt = self._optimize(evaluate, objective, kernel,
+                                                  objective.pack(X0, kernel.theta))
             if kernel.n_dims > 0:
                 kernel.theta = objective.unpack(z)[1]
-            return z, n_iter
+            return z, n_iter, interrupt
 
         # the factor at the chosen point, in the workspace the optimiser used
         fitted = fit_objective(
@@ -273,7 +286,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             "alpha_": fitted.A,
             "log_marginal_likelihood_value_": -fitted.value,
             "_Y_fit": Yc,
-        }
+        }, fitted
 
     @staticmethod
     def _factor_messages(kernel):
@@ -305,12 +318,13 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            The data.
         y : None
             Ignored.
 
         Returns
         -------
-        X_new : ndarray of shape (n_samples, n_components)
+        ndarray of shape (n_samples, n_components)
             A copy of ``embedding_``.
         """
         return self.fit(X).embedding_.copy()
@@ -348,20 +362,27 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 * RBF(np.ones(self.n_components), length_scale_bounds=(1e-5, 1e5))
                 + WhiteKernel(0.1 * v, noise_level_bounds=(1e-6 * v, 1e5 * v)))
 
-    def _optimize(self, objective, kernel, z0):
-        """Minimise the objective from z0 (fastgp.optimize.minimize_theta,
-        shared with the regressor); returns (best z evaluated, iterations)."""
+    def _optimize(self, evaluate, objective, kernel, z0):
+        """Minimise ``evaluate`` (the objective) from z0
+        (fastgp.optimize.minimize_theta, shared with the regressor); returns
+        (best z evaluated, iterations, the KeyboardInterrupt that ended the
+        run or None)."""
         if self.max_iter == 0:
-            return z0, 0
+            return z0, 0, None
         n_x = objective.X.size
         bounds = np.empty((z0.size, 2))
         bounds[:n_x] = (-np.inf, np.inf)  # latent points are unbounded
         if kernel.n_dims > 0:  # an all-fixed kernel's bounds are shape (0,)
             bounds[n_x:] = kernel.bounds
         report = IterationReport("-log p(Y|X)", 5) if self.verbose else None
-        result = minimize_theta(objective, z0, bounds, self.optimizer, report,
-                                max_iter=self.max_iter, tol=self.tol)
-        return result.theta, result.n_iterations
+        if report is not None:
+            report.start()
+        result = minimize_theta(
+            evaluate, z0, bounds, self.optimizer, report, max_iter=self.max_iter,
+            tol=self.tol,
+            limit_remedy=(f"raise max_iter (now {self.max_iter}) or loosen tol "
+                          f"(now {self.tol:g})"))
+        return result.theta, result.n_iterations, result.interrupt
 
     # ------------------------------------------------------------ transform
     def transform(self, X):
@@ -388,10 +409,12 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples_new, n_features)
+            New data, in the original (uncentred) coordinates.
 
         Returns
         -------
-        X_latent : ndarray of shape (n_samples_new, n_components)
+        ndarray of shape (n_samples_new, n_components)
+            The latent point of each row.
         """
         check_is_fitted(self)
         Y = validate_data(self, X, dtype=np.float64, reset=False)
@@ -405,10 +428,10 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                           self.alpha_, Yc[moving])
         spread = float(np.mean(np.std(self.embedding_, axis=0)))
         step0 = 0.1 * spread if spread > 0.0 else 0.1
-        with threads_for(len(self.embedding_)):
-            X_new, _, _ = minimize_rows(density, out[moving], step0,
-                                        max_iter=TRANSFORM_MAX_ITER,
-                                        gtol=TRANSFORM_GTOL, ftol=0.0)
+        with threads_for(len(self.embedding_)) as threads:
+            X_new, _, _ = threads.evaluate(minimize_rows, density, out[moving], step0,
+                                           max_iter=TRANSFORM_MAX_ITER,
+                                           gtol=TRANSFORM_GTOL, ftol=0.0)
         out[moving] = X_new
         return out
 
@@ -418,6 +441,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples_new, n_components)
+            Latent points.
         return_std : bool, default=False
             Also return the predictive standard deviation of each feature
             (noise included, as scikit-learn's GaussianProcessRegressor).
@@ -425,7 +449,9 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         Y_mean : ndarray of shape (n_samples_new, n_features)
+            Predictive mean in data space.
         Y_std : ndarray of shape (n_samples_new, n_features), optional
+            Predictive standard deviation; only with ``return_std``.
         """
         check_is_fitted(self)
         X = check_array(X, dtype=np.float64)
@@ -435,9 +461,9 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"{self.n_components} latent dimensions."
             )
         covariance = make_covariance(self.kernel_, self.embedding_, warn=False)
-        with threads_for(len(self.embedding_)):
-            mean, var = predict_mean_var(covariance, self.kernel_.theta, self.L_,
-                                         self.alpha_, X, want_var=return_std)
+        with threads_for(len(self.embedding_)) as threads:
+            mean, var = threads.evaluate(predict_mean_var, covariance, self.kernel_.theta,
+                                         self.L_, self.alpha_, X, want_var=return_std)
         mean = mean * self.scale_ + self.mean_
         if not return_std:
             return mean

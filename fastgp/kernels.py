@@ -13,6 +13,9 @@ NumPy reference; fastgp's estimators evaluate them on the fast path instead
 - :class:`ExpSineSquared`: one length scale and one period per input
   dimension.
 
+They print with their module ("fastgp.kernels.RationalQuadratic(alpha=1,
+length_scale=[1, 2])"), so a fitted kernel shows which class is in use.
+
 This module imports no Numba.
 """
 
@@ -51,6 +54,13 @@ def _format(value):
     return f"{float(np.squeeze(value)):.3g}"
 
 
+def _qualified_name(cls):
+    """``module.Class``: these kernels share their names with scikit-learn's,
+    so a printed kernel (a fitted ``kernel_``, a message) says which one is in
+    use: "fastgp.kernels.RationalQuadratic(...)"."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _pairwise_differences(X, Y):
     """X[:, None, :] - Y[None, :, :], shape (n_X, n_Y, n_features)."""
     return X[:, np.newaxis, :] - Y[np.newaxis, :, :]
@@ -85,7 +95,9 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     alpha : float > 0, default=1.0
         Scale mixture parameter :math:`\alpha`.
     length_scale_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+        The range the optimiser may move ``length_scale`` in; "fixed" keeps it.
     alpha_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+        The range the optimiser may move ``alpha`` in; "fixed" keeps it.
 
     Notes
     -----
@@ -105,7 +117,7 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     >>> from fastgp.kernels import RationalQuadratic
     >>> kernel = RationalQuadratic(length_scale=[1.0, 10.0], alpha=2.0)
     >>> kernel
-    RationalQuadratic(alpha=2, length_scale=[1, 10])
+    fastgp.kernels.RationalQuadratic(alpha=2, length_scale=[1, 10])
     >>> K, K_gradient = kernel(np.array([[0.0, 0.0], [1.0, 1.0]]), eval_gradient=True)
     >>> K_gradient.shape
     (2, 2, 3)
@@ -170,13 +182,12 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
         return K, _stack_gradients(K, parts)
 
     def __repr__(self):
-        return (f"{type(self).__name__}(alpha={float(self.alpha):.3g}, "
+        return (f"{_qualified_name(type(self))}(alpha={float(self.alpha):.3g}, "
                 f"length_scale={_format(self.length_scale)})")
 
 
 class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
-    r"""Periodic (exp-sine-squared) kernel with a length scale and a period per
-    dimension.
+    r"""Periodic (exp-sine-squared) kernel with a length scale and period per axis.
 
     .. math::
         k(x, x') = \exp\left(-2 \sum_{k=1}^{d}
@@ -202,7 +213,9 @@ class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     periodicity : float or ndarray of shape (n_features,), default=1.0
         Period(s) :math:`p > 0`.
     length_scale_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+        The range the optimiser may move ``length_scale`` in; "fixed" keeps it.
     periodicity_bounds : pair of floats >= 0 or "fixed", default=(1e-5, 1e5)
+        The range the optimiser may move ``periodicity`` in; "fixed" keeps it.
 
     Notes
     -----
@@ -223,7 +236,7 @@ class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     >>> from fastgp.kernels import ExpSineSquared
     >>> kernel = ExpSineSquared(length_scale=[1.0, 2.0], periodicity=[1.0, 7.0])
     >>> kernel
-    ExpSineSquared(length_scale=[1, 2], periodicity=[1, 7])
+    fastgp.kernels.ExpSineSquared(length_scale=[1, 2], periodicity=[1, 7])
     >>> X = np.array([[0.0, 0.0], [1.0, 7.0]])   # one period apart on each axis
     >>> bool(np.allclose(kernel(X), 1.0))
     True
@@ -295,7 +308,7 @@ class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
         return K, _stack_gradients(K, parts)
 
     def __repr__(self):
-        return (f"{type(self).__name__}(length_scale={_format(self.length_scale)}, "
+        return (f"{_qualified_name(type(self))}(length_scale={_format(self.length_scale)}, "
                 f"periodicity={_format(self.periodicity)})")
 
 

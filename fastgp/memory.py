@@ -76,6 +76,20 @@ _skip = contextvars.ContextVar("fastgp_skip_memory_check", default=False)
 class InsufficientMemoryError(MemoryError):
     """An operation would need more memory than the machine has available.
 
+    Parameters
+    ----------
+    message : str
+        The text shown: both figures, N, where the figure was read and the
+        remedies.
+    needed : int
+        Estimated bytes the operation would allocate.
+    available : int
+        Bytes available when the check ran.
+    n_samples : int
+        The N that sets the size.
+    source : str
+        Where ``available`` was read.
+
     Attributes
     ----------
     needed : int
@@ -98,7 +112,15 @@ class InsufficientMemoryError(MemoryError):
 
 @dataclass(frozen=True)
 class MemoryReading:
-    """Bytes available now and where the figure was read."""
+    """Bytes available now and where the figure was read.
+
+    Parameters
+    ----------
+    available : int
+        Bytes that can be allocated.
+    source : str
+        Where the figure was read ("MemAvailable in /proc/meminfo").
+    """
 
     available: int
     source: str
@@ -112,6 +134,11 @@ def skip_memory_check():
     The setting belongs to the current thread (and asyncio task), like
     ``sklearn.config_context``; for a whole process, or joblib workers, set
     the environment variable ``FASTGP_SKIP_MEMORY_CHECK=1`` instead.
+
+    Yields
+    ------
+    None
+        The block runs without the check; it is back on when the block ends.
 
     Examples
     --------
@@ -128,8 +155,15 @@ def skip_memory_check():
 
 
 def memory_check_enabled():
-    """False inside :func:`skip_memory_check` or when ``FASTGP_SKIP_MEMORY_CHECK``
-    is set to 1, true, yes or on; True otherwise."""
+    """Whether fastgp checks memory before large allocations here and now.
+
+    Returns
+    -------
+    bool
+        False inside :func:`skip_memory_check` or when
+        ``FASTGP_SKIP_MEMORY_CHECK`` is set to 1, true, yes or on; True
+        otherwise.
+    """
     if _skip.get():
         return False
     return os.environ.get(SKIP_ENV, "").strip().lower() not in {"1", "true", "yes", "on"}
@@ -293,10 +327,22 @@ def _windows_available():
 
 
 def available_memory(meminfo="/proc/meminfo", proc_self="/proc/self"):
-    """Bytes that can be allocated now, the smallest figure of those in the
-    module docstring, as a :class:`MemoryReading`; None if none can be read.
+    """Read the bytes that can be allocated now.
 
-    The paths are parameters so that tests can point them at a fake tree.
+    The smallest figure of those in the module docstring (MemAvailable, the
+    control groups' limits, the platform's figure).
+
+    Parameters
+    ----------
+    meminfo : str, default="/proc/meminfo"
+        Path of the meminfo file (tests point it at a fake tree).
+    proc_self : str, default="/proc/self"
+        Path of this process's proc directory (for its control groups).
+
+    Returns
+    -------
+    MemoryReading or None
+        The smallest reading; None if none can be read.
     """
     readings = []
     from_meminfo = meminfo_available(meminfo)
@@ -322,12 +368,30 @@ _FIXED = 2**20
 
 
 def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
-    """Peak extra bytes of a fit (docs/design.md, "One N x N buffer").
+    """Estimate the peak extra bytes of a fit (docs/design.md, "One N x N buffer").
 
     Fast path: the N x N workspace plus O(N (d + T)) vectors (X and y copies,
     A = K^-1 y, the diagonal). General path (a kernel object fastgp cannot
     lower): scikit-learn's kernel call also returns K (N x N) and its
     (N, N, n_theta) gradient, and the trace needs a full W and A A^T.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples N.
+    n_features : int
+        Input dimensions d.
+    n_targets : int
+        Target columns T.
+    n_theta : int
+        Free hyperparameters.
+    fast : bool, default=True
+        Whether the kernel is on fastgp's fast path.
+
+    Returns
+    -------
+    int
+        Bytes.
     """
     n = int(n_samples)
     total = _FIXED + _F8 * n * n + _F8 * n * (2 * int(n_features) + 4 * int(n_targets) + 4)
@@ -337,21 +401,59 @@ def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
 
 
 def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
-    """Peak extra bytes of a GPLVM fit: the N x N workspace, the latent pass's
-    ``n_blocks`` per-block N x Q partial sums
-    (:func:`fastgp.covariance.latent_blocks`), O(N (D + Q)) vectors (the
-    data's copies, A, the SVD of the PCA start, the optimiser's vectors and
-    L-BFGS's ten correction pairs over N Q + P unknowns), and 8 MiB of fixed
-    cost (measured: a fit at N = 2,000, D = 12 peaked 9 MiB above its
-    workspace, bench/bench_gplvm_memory.py)."""
+    """Estimate the peak extra bytes of a GPLVM fit.
+
+    The N x N workspace, the latent pass's ``n_blocks`` per-block N x Q
+    partial sums (:func:`fastgp.covariance.latent_blocks`), O(N (D + Q))
+    vectors (the data's copies, A, the SVD of the PCA start, the optimiser's
+    vectors and L-BFGS's ten correction pairs over N Q + P unknowns), and
+    8 MiB of fixed cost (measured: a fit at N = 2,000, D = 12 peaked 9 MiB
+    above its workspace, bench/bench_gplvm_memory.py).
+
+    Parameters
+    ----------
+    n_samples : int
+        Rows N of the data.
+    n_features : int
+        Features D.
+    n_components : int
+        Latent dimensions Q.
+    n_blocks : int
+        Column blocks of the latent pass.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     n, d, q = int(n_samples), int(n_features), int(n_components)
     return 8 * 2**20 + _F8 * (n * n + int(n_blocks) * n * q + n * (6 * d + 30 * q + 4))
 
 
 def log_marginal_likelihood_bytes(n_samples, n_targets, n_theta, eval_gradient, fast=True):
-    """Peak extra bytes of one ``log_marginal_likelihood(theta)`` call: its own
-    N x N workspace (the fitted ``L_`` is left alone) plus, on the general path
-    with a gradient, scikit-learn's tensor and temporaries."""
+    """Estimate the peak extra bytes of one ``log_marginal_likelihood(theta)``.
+
+    Its own N x N workspace (the fitted ``L_`` is left alone) plus, on the
+    general path with a gradient, scikit-learn's tensor and temporaries.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples N.
+    n_targets : int
+        Target columns T.
+    n_theta : int
+        Free hyperparameters.
+    eval_gradient : bool
+        Whether the gradient is asked for.
+    fast : bool, default=True
+        Whether the kernel is on fastgp's fast path.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     n = int(n_samples)
     total = _FIXED + _F8 * n * n + _F8 * n * (4 * int(n_targets) + 4)
     if eval_gradient and not fast:
@@ -360,18 +462,54 @@ def log_marginal_likelihood_bytes(n_samples, n_targets, n_theta, eval_gradient, 
 
 
 def predict_cov_bytes(n_train, n_query, n_targets):
-    """Peak extra bytes of ``predict(X, return_cov=True)`` on m query points:
-    the (n_train, m) cross-covariance solved in place, the (m, m) prior
-    covariance, the (m, m) product V^T V, and the (m, m, n_targets) result."""
+    """Estimate the peak extra bytes of ``predict(X, return_cov=True)``.
+
+    On m query points: the (n_train, m) cross-covariance solved in place, the
+    (m, m) prior covariance, the (m, m) product V^T V, and the
+    (m, m, n_targets) result.
+
+    Parameters
+    ----------
+    n_train : int
+        Training samples of the model (0 for the prior).
+    n_query : int
+        Query points m.
+    n_targets : int
+        Target columns.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     n, m, t = int(n_train), int(n_query), int(n_targets)
     return _FIXED + _F8 * (n * m + 2 * m * m + m * m * t + 4 * m * t)
 
 
 def sample_y_bytes(n_train, n_query, n_targets, n_draws):
-    """Peak extra bytes of ``sample_y``: the predictive covariance above plus
-    NumPy's ``multivariate_normal``, which takes an SVD of the (m, m)
-    covariance (u, vt and LAPACK's work array: about three more m x m) and
-    returns (m, n_draws) per target."""
+    """Estimate the peak extra bytes of ``sample_y``.
+
+    The predictive covariance (:func:`predict_cov_bytes`) plus NumPy's
+    ``multivariate_normal``, which takes an SVD of the (m, m) covariance (u,
+    vt and LAPACK's work array: about three more m x m) and returns
+    (m, n_draws) per target.
+
+    Parameters
+    ----------
+    n_train : int
+        Training samples of the model (0 for the prior).
+    n_query : int
+        Query points m.
+    n_targets : int
+        Target columns.
+    n_draws : int
+        Draws per query point.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     m, t = int(n_query), int(n_targets)
     return (predict_cov_bytes(n_train, n_query, n_targets)
             + _F8 * (3 * m * m + 2 * m * int(n_draws) * t))
@@ -379,7 +517,20 @@ def sample_y_bytes(n_train, n_query, n_targets, n_draws):
 
 # -------------------------------------------------------------------- check
 def format_bytes(n_bytes):
-    """``1.2 GB`` style (powers of 1000, as free(1) -h --si and vendors)."""
+    """Format a byte count for people: ``1.2 GB``.
+
+    Powers of 1000, as ``free --si -h`` and memory vendors.
+
+    Parameters
+    ----------
+    n_bytes : int or float
+        The count.
+
+    Returns
+    -------
+    str
+        The count with a unit (bytes, kB, MB, GB, TB or PB).
+    """
     value = float(n_bytes)
     for unit in ("bytes", "kB", "MB", "GB", "TB", "PB"):
         if abs(value) < 1000 or unit == "PB":
@@ -388,8 +539,10 @@ def format_bytes(n_bytes):
     return f"{value:.1f} PB"  # pragma: no cover
 
 
-def check_memory(needed, *, n_samples, operation, remedies, reading=None):
-    """Raise :class:`InsufficientMemoryError` if ``needed`` bytes exceed the
+def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=None):
+    """Refuse an allocation that would not fit in the memory available now.
+
+    Raise :class:`InsufficientMemoryError` if ``needed`` bytes exceed the
     memory available now; do nothing if they fit, if the check is switched
     off (:func:`skip_memory_check`) or if no figure can be read.
 
@@ -398,13 +551,18 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None):
     needed : int
         Estimated bytes the operation would allocate.
     n_samples : int
-        The N that sets the size, named in the message.
+        The N that sets the size, named in the message (and carried by the
+        exception).
     operation : str
         What would allocate it ("fitting GaussianProcessRegressor").
     remedies : sequence of str
         What the user can do, most useful first; the opt-out is appended.
     reading : MemoryReading or None
         The available memory; None reads it now (:func:`available_memory`).
+    size : str or None
+        How the message names the size, where ``n_samples`` is not a number
+        of training samples ("200,000 query points (the model has 500
+        training samples)"); None: "N = <n_samples> samples".
 
     Returns
     -------
@@ -422,7 +580,7 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None):
         f"environment variable {SKIP_ENV}=1"
     ])
     message = (
-        f"{operation} with N = {n_samples:,} samples needs about "
+        f"{operation} with {size or f'N = {n_samples:,} samples'} needs about "
         f"{format_bytes(needed)} of memory, but only {format_bytes(reading.available)} "
         f"is available now ({reading.source}). fastgp stopped before allocating it, "
         f"instead of letting the operating system kill the process. What you can do: {todo}."

@@ -7,7 +7,6 @@ messages); the fit itself runs in the fit core (:mod:`fastgp.fitting`).
 """
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -19,14 +18,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ._engine.threads import threads_for
+from ._user_warnings import warn_user
 from .covariance import make_covariance
 from .fitting import (
     FactorMessages,
     IterationReport,
     Workspace,
-    atomic_fit,
     fit_objective,
-    publish,
+    run_fit,
 )
 from .memory import (
     check_memory,
@@ -84,8 +83,10 @@ class GaussianProcessRegressor(_SklearnGPR):
         Added to the diagonal of the training covariance.
     optimizer : "fmin_l_bfgs_b", "CG", callable or None, default="fmin_l_bfgs_b"
         "fmin_l_bfgs_b": SciPy's L-BFGS-B within the kernel's bounds. "CG":
-        SciPy's nonlinear conjugate gradients, unbounded in log space. A
-        callable ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
+        SciPy's nonlinear conjugate gradients on a smooth map of the bounds'
+        box onto R^n (theta = lo + (hi - lo) sigmoid(u) per log-space
+        hyperparameter), so it stays within the bounds too. A callable
+        ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
         func_min)`` as in scikit-learn. None keeps the kernel's parameters.
     n_restarts_optimizer : int, default=0
         Extra optimiser runs from log-uniform random starts within the bounds.
@@ -98,22 +99,10 @@ class GaussianProcessRegressor(_SklearnGPR):
     random_state : int, RandomState instance or None, default=None
         Draws the restart points.
     verbose : int, default=0
-        If positive, print the objective and gradient norm at every optimiser
-        iteration (fastgp's addition; scikit-learn's signature otherwise).
-
-    Failure behaviour (docs/reliability.md)
-    -----------------------------------------
-    Before the N x N buffer is allocated (fit, log_marginal_likelihood,
-    predict with ``return_cov``, sample_y) the bytes needed are compared with
-    the memory available; :class:`~fastgp.memory.InsufficientMemoryError` (a
-    MemoryError) names both, N and the remedies, and
-    :func:`fastgp.memory.skip_memory_check` lets a user proceed anyway. Where
-    the kept factorisation is not numerically positive definite, jitter is
-    added to the diagonal in growing steps (a :class:`~fastgp.linalg.JitterWarning`
-    gives the amount; ``jitter_`` records it). Optimiser trouble and a
-    KeyboardInterrupt during the optimisation end the fit at the best finite
-    point with a ConvergenceWarning. A fit that raises leaves a previously
-    fitted estimator as it was.
+        If positive, print the objective, the gradient norm and the time per
+        iteration at every optimiser iteration, and with restarts a header
+        per run and which run was kept (fastgp's addition; scikit-learn's
+        signature otherwise).
 
     Attributes
     ----------
@@ -136,6 +125,27 @@ class GaussianProcessRegressor(_SklearnGPR):
         Optimiser iterations of the run whose optimum was kept (0 if none ran).
     n_evaluations_ : int
         Objective evaluations over all optimiser runs.
+
+    Notes
+    -----
+    Failure behaviour (docs/reliability.md): before the N x N buffer is
+    allocated (fit, log_marginal_likelihood, predict with ``return_cov``,
+    sample_y) the bytes needed are compared with the memory available;
+    :class:`~fastgp.memory.InsufficientMemoryError` (a MemoryError) names
+    both, N and the remedies, and :func:`fastgp.memory.skip_memory_check`
+    lets a user proceed anyway. Where the kept factorisation is not
+    numerically positive definite, jitter is added to the diagonal in growing
+    steps (a :class:`~fastgp.linalg.JitterWarning` gives the amount;
+    ``jitter_`` records it). Optimiser trouble and a
+    KeyboardInterrupt during the optimisation end the fit at the best finite
+    point with a ConvergenceWarning; after a KeyboardInterrupt the estimator
+    is fitted at that point and the interrupt then propagates, so loops and
+    cross-validation stop. A fit that raises leaves a previously fitted
+    estimator as it was.
+
+    Threads: each evaluation of the likelihood uses only the cores that are
+    idle when it starts (Numba and BLAS together, never above the user's
+    settings); on a quiet machine that is every core.
 
     Examples
     --------
@@ -212,26 +222,37 @@ class GaussianProcessRegressor(_SklearnGPR):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
-        """Fit the Gaussian process: optimise the kernel's hyperparameters by
-        maximising the log marginal likelihood, then keep the Cholesky factor.
+        """Fit the Gaussian process to the training data.
+
+        Optimise the kernel's hyperparameters by maximising the log marginal
+        likelihood, then keep the Cholesky factor.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Training inputs.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Training targets.
 
         Returns
         -------
-        self : GaussianProcessRegressor
+        GaussianProcessRegressor
+            The fitted estimator (``self``).
+
+        Raises
+        ------
+        KeyboardInterrupt
+            Ctrl-C during the optimisation, after the estimator was fitted at
+            the best point so far (with a ConvergenceWarning).
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
-        with atomic_fit(self):
-            publish(self, self._fit(X, y))
+        run_fit(self, lambda: self._fit(X, y))
         return self
 
     def _fit(self, X, y):
-        """The fit's work; returns the fitted attributes (name -> value)."""
+        """The fit's work; returns the fitted attributes (name -> value) and
+        the fit core's :class:`~fastgp.fitting.FitResult`."""
         kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
         check_kernel_hyperparameters(kernel)
         rng = check_random_state(self.random_state)
@@ -258,19 +279,24 @@ class GaussianProcessRegressor(_SklearnGPR):
         objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
                                              Workspace(n_samples))
 
-        def optimize():
-            # sets kernel's theta to the best run's; (theta, iterations of that run)
+        def optimize(evaluate):
+            # sets kernel's theta to the best run's; (theta, iterations of
+            # that run, the KeyboardInterrupt that ended it or None)
             if self.optimizer is None or kernel.n_dims == 0:
-                return kernel.theta, 0
+                return kernel.theta, 0, None
+            report = IterationReport("-log p(y|X)", 4) if self.verbose else None
+            if report is not None:
+                report.start()
             best = minimize_with_restarts(
-                objective, kernel.theta, kernel.bounds, self.optimizer,
-                self.n_restarts_optimizer, rng,
-                IterationReport("-log p(y|X)", 4) if self.verbose else None)
+                evaluate, kernel.theta, kernel.bounds, self.optimizer,
+                self.n_restarts_optimizer, rng, report,
+                limit_remedy=("pass a callable optimizer (scikit-learn's contract) "
+                              "that allows more iterations or a looser tolerance"))
             if not math.isfinite(best.value):
-                return kernel.theta, 0
+                return kernel.theta, 0, best.interrupt
             kernel.theta = best.theta
             kernel._check_bounds_params()
-            return kernel.theta, best.n_iterations
+            return kernel.theta, best.n_iterations, best.interrupt
 
         # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
         # in the workspace the optimiser used; that buffer becomes L_.
@@ -300,7 +326,7 @@ class GaussianProcessRegressor(_SklearnGPR):
             "alpha_": fitted.A.reshape(y_train.shape),
             "jitter_": fitted.jitter,
             "log_marginal_likelihood_value_": -fitted.value,
-        }
+        }, fitted
 
     @staticmethod
     def _factor_messages(kernel, y_train):
@@ -337,9 +363,14 @@ class GaussianProcessRegressor(_SklearnGPR):
     def predict(self, X, return_std=False, return_cov=False):
         """Predict with the Gaussian process (the prior if not fitted).
 
+        Mean and standard deviation work through X in chunks, so their extra
+        memory is O(n_train x chunk); the covariance holds an
+        (n_train, n_samples) block beside its (n_samples, n_samples) result.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
         return_std : bool, default=False
             Also return the predictive standard deviation.
         return_cov : bool, default=False
@@ -348,13 +379,11 @@ class GaussianProcessRegressor(_SklearnGPR):
         Returns
         -------
         y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictive mean at the query points.
         y_std : ndarray of shape (n_samples,) or (n_samples, n_targets), optional
-        y_cov : ndarray of shape (n_samples, n_samples) or
-            (n_samples, n_samples, n_targets), optional
-
-        Mean and standard deviation work through X in chunks, so their extra
-        memory is O(n_train x chunk); the covariance holds an
-        (n_train, n_samples) block beside its (n_samples, n_samples) result.
+            Predictive standard deviation; only with ``return_std``.
+        y_cov : ndarray of shape (n_samples, n_samples) or (n_samples, n_samples, n_targets), optional
+            Joint predictive covariance; only with ``return_cov``.
         """
         if return_std and return_cov:
             raise RuntimeError(
@@ -375,22 +404,22 @@ class GaussianProcessRegressor(_SklearnGPR):
         A = self.alpha_.reshape(len(self.alpha_), -1)
         if return_cov:
             self._check_predict_memory(X, n_train=len(self.alpha_))
-            with threads_for(len(A)):
-                mean, cov = predict_mean_cov(covariance, theta, self.L_, A, X)
+            with threads_for(len(A)) as threads:
+                mean, cov = threads.evaluate(predict_mean_cov, covariance, theta,
+                                             self.L_, A, X)
             y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             if y_cov.shape[2] == 1:
                 y_cov = np.squeeze(y_cov, axis=2)
             return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
-        with threads_for(len(A)):
-            mean, var = predict_mean_var(covariance, theta, self.L_, A, X,
-                                         want_var=return_std)
+        with threads_for(len(A)) as threads:
+            mean, var = threads.evaluate(predict_mean_var, covariance, theta, self.L_,
+                                         A, X, want_var=return_std)
         if not return_std:
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
         if np.any(negative):
-            warnings.warn(
-                "Predicted variances smaller than 0. Setting those variances to 0."
-            )
+            warn_user("Predicted variances smaller than 0. Setting those variances to 0.",
+                      UserWarning)
             var[negative] = 0.0
         # sqrt(var) * std rather than sqrt(var * std^2): the same to rounding,
         # and no overflow for targets beyond 1e154 (normalize_y=True)
@@ -406,24 +435,33 @@ class GaussianProcessRegressor(_SklearnGPR):
 
     def _check_predict_memory(self, X, n_train, n_draws=None):
         """The joint covariance over m query points costs O(m^2): check it
-        before it is allocated (sample_y adds NumPy's SVD of it)."""
+        before it is allocated (sample_y adds NumPy's SVD of it). The message
+        names the query points (not the training samples) and only remedies
+        the calling method has."""
         m = count_samples(X)
         if m is None:
             return  # not array-like: validation below says so
         t = self._n_targets()
+        model = (f"the model has {n_train:,} training samples" if n_train
+                 else "the unfitted prior")
+        size = f"{m:,} query points ({model})"
+        fewer = ("ask for fewer query points at once (the joint covariance of m "
+                 "query points is m x m)")
         if n_draws is None:
             needed = predict_cov_bytes(n_train, m, t)
-            operation = "predict(return_cov=True) on this many query points"
+            operation = "predict(return_cov=True)"
+            remedies = [fewer,
+                        "use predict(X, return_std=True) instead if the marginal "
+                        "variances are enough (its memory is bounded whatever m)",
+                        "use a machine with more memory"]
         else:
             needed = sample_y_bytes(n_train, m, t, n_draws)
-            operation = "sample_y on this many query points"
-        check_memory(
-            needed, n_samples=m, operation=operation,
-            remedies=["ask for fewer query points at once (the joint covariance "
-                      "of m points is m x m)",
-                      "use return_std=True if the marginal variances are enough "
-                      "(its memory is bounded whatever m)",
-                      "use a machine with more memory"])
+            operation = "sample_y"
+            remedies = [fewer + "; draws on separate calls are not jointly "
+                        "distributed, so split only where the joint draw does not matter",
+                        "use a machine with more memory"]
+        check_memory(needed, n_samples=m, operation=operation, remedies=remedies,
+                     size=size)
 
     @staticmethod
     def _checked(mean, spread=None, spread_name=None):
@@ -448,14 +486,16 @@ class GaussianProcessRegressor(_SklearnGPR):
         Parameters
         ----------
         X : array-like of shape (n_samples_X, n_features) or list of object
+            Query points.
         n_samples : int, default=1
             Number of draws per query point.
         random_state : int, RandomState instance or None, default=0
+            Seeds the draws.
 
         Returns
         -------
-        y_samples : ndarray of shape (n_samples_X, n_samples) or
-            (n_samples_X, n_targets, n_samples)
+        ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
+            The draws, jointly distributed over the query points.
         """
         n_train = len(self.alpha_) if hasattr(self, "alpha_") else 0
         self._check_predict_memory(X, n_train=n_train, n_draws=n_samples)
@@ -484,9 +524,14 @@ class GaussianProcessRegressor(_SklearnGPR):
         Returns
         -------
         log_likelihood : float
-            ``-inf`` where the kernel matrix is not positive definite.
+            Log marginal likelihood; ``-inf`` where the kernel matrix is not
+            positive definite.
         log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
+            Its gradient with respect to ``theta``; only with
+            ``eval_gradient``.
 
+        Notes
+        -----
         Each call allocates one N x N buffer of its own and leaves ``L_``
         untouched.
         """
@@ -510,8 +555,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         objective = NegLogMarginalLikelihood(covariance, self.y_train_,
                                              self._diag_add(len(self.y_train_)),
                                              Workspace(len(self.y_train_)))
-        with threads_for(n_samples):
+        with threads_for(n_samples) as threads:
             if eval_gradient:
-                value, grad = objective(theta)
+                value, grad = threads.evaluate(objective, theta)
                 return -value, -grad
-            return -objective.value(theta)
+            return -threads.evaluate(objective.value, theta)

@@ -66,6 +66,8 @@ def test_cli_main_prints_progress_per_iteration(capsys):
     n_iter = int(re.search(r"^iterations: (\d+),", out, re.M).group(1))
     assert len(progress) == n_iter > 0
     assert re.match(r"iter\s+1\s+-log p\(y\|X\)\s+\S+\s+\|grad\|\s+\S+", progress[0])
+    # the time per iteration on every line
+    assert all(re.search(r"\|grad\| \S+  \S+ s/iter$", line) for line in progress)
     assert "fastgp: Mauna Loa CO2, 40 weekly means" in out
 
 
@@ -80,3 +82,28 @@ def test_console_command_points_at_cli_main():
     (entry,) = entry_points(group="console_scripts", name="fastgp")
     assert entry.value == "fastgp.cli:main"
     assert entry.load() is cli.main
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "10000000"])
+def test_cli_rejects_n_samples_out_of_range_with_usage_error(value, capsys):
+    # -5 used to drop the last five weeks in silence, 0 to end in a traceback
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--n-samples", value, "--quiet"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--n-samples: must be between 1 and" in err and value in err
+    assert "Traceback" not in err
+
+
+def test_cli_version_and_optimizer_help(capsys):
+    import fastgp
+
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fastgp {fastgp.__version__}"
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--optimizer {fmin_l_bfgs_b,CG}" in help_text
+    assert "conjugate gradients" in help_text and "L-BFGS-B" in help_text

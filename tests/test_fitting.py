@@ -193,3 +193,35 @@ def test_fitting_gplvm_transforms_from_a_read_only_embedding():
         getattr(gplvm, name).flags.writeable = False
     np.testing.assert_array_equal(gplvm.transform(Y_new), expected)
     gplvm.inverse_transform(expected)
+
+
+def test_fitting_iteration_report_gives_time_per_iteration_and_run_headers(capsys):
+    ticks = iter([10.0, 10.5, 11.25, 20.0, 20.125])
+    report = IterationReport("-log p(y|X)", 4, clock=lambda: next(ticks))
+    report.run_started(0, 2)  # 10.0
+    report(1, -1.5, 0.25)     # 10.5
+    report(2, -1.75, 0.125)   # 11.25
+    report.run_started(1, 2)  # 20.0
+    report(1, -1.0, 0.5)      # 20.125
+    report.run_kept(0, 2, -1.75)
+    assert capsys.readouterr().out.splitlines() == [
+        "run 1 of 2: from the initial hyperparameters",
+        "iter    1  -log p(y|X) -1.500000e+00  |grad| 2.500e-01  0.5 s/iter",
+        "iter    2  -log p(y|X) -1.750000e+00  |grad| 1.250e-01  0.75 s/iter",
+        "run 2 of 2: from a random start within the bounds",
+        "iter    1  -log p(y|X) -1.000000e+00  |grad| 5.000e-01  0.125 s/iter",
+        "kept run 1 of 2 (-log p(y|X) -1.750000e+00)",
+    ]
+
+
+def test_fitting_verbose_fit_with_restarts_prints_run_headers_and_the_kept_run(capsys):
+    from fastgp import GaussianProcessRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, size=(20, 1))
+    y = np.sin(X[:, 0])
+    GaussianProcessRegressor(C(1.0) * RBF(1.0), n_restarts_optimizer=2, random_state=0,
+                             verbose=1).fit(X, y)
+    out = capsys.readouterr().out
+    assert "run 1 of 3" in out and "run 3 of 3" in out and "kept run" in out
+    assert "s/iter" in out

@@ -126,7 +126,7 @@ def test_convergence_warning_when_iterations_run_out():
     _, Y = _curve()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        with pytest.raises(ConvergenceWarning, match="stopped without converging"):
+        with pytest.raises(ConvergenceWarning, match="reached its iteration limit"):
             GPLVM(max_iter=2, random_state=0).fit(Y)
 
 

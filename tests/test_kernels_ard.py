@@ -87,12 +87,26 @@ def test_kernels_ard_diag_and_cross_covariance(kernel, rng):
         kernel(X, Y, eval_gradient=True)
 
 
-def test_kernels_ard_repr():
+def test_kernels_ard_repr_says_which_class_is_in_use():
     assert repr(RationalQuadratic([1.0, 2.5], alpha=3.0)) == \
-        "RationalQuadratic(alpha=3, length_scale=[1, 2.5])"
-    assert repr(RationalQuadratic(0.5)) == "RationalQuadratic(alpha=1, length_scale=0.5)"
+        "fastgp.kernels.RationalQuadratic(alpha=3, length_scale=[1, 2.5])"
+    assert repr(RationalQuadratic(0.5)) == \
+        "fastgp.kernels.RationalQuadratic(alpha=1, length_scale=0.5)"
     assert repr(ExpSineSquared(1.0, [2.0, 7.0])) == \
-        "ExpSineSquared(length_scale=1, periodicity=[2, 7])"
+        "fastgp.kernels.ExpSineSquared(length_scale=1, periodicity=[2, 7])"
+    # scikit-learn's classes of the same names print differently
+    from sklearn.gaussian_process import kernels as sk
+
+    assert repr(sk.RationalQuadratic(0.5)) != repr(RationalQuadratic(0.5))
+    assert repr(sk.ExpSineSquared(1.0, 2.0)) != repr(ExpSineSquared(1.0, 2.0))
+    # in a composed kernel too, and clone and get_params keep working
+    kernel = 2.0 * RationalQuadratic([1.0, 2.5]) + ExpSineSquared(1.0, 3.0)
+    assert "fastgp.kernels.RationalQuadratic(" in str(kernel)
+    assert "fastgp.kernels.ExpSineSquared(" in str(kernel)
+    copy = clone(kernel)
+    assert repr(copy) == repr(kernel)
+    assert copy.get_params()["k1__k2"].get_params()["length_scale"] == [1.0, 2.5]
+    np.testing.assert_array_equal(copy.theta, kernel.theta)
 
 
 def test_kernels_ard_wrong_dimension_raises():

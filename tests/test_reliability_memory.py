@@ -85,14 +85,21 @@ def test_memory_predict_cov_and_sample_y_on_huge_m_fail_fast():
     Xq = np.linspace(0.0, 5.0, m).reshape(-1, 1)
     error = _assert_fast_and_allocation_free(
         lambda: gpr.predict(Xq, return_cov=True), "return_cov")
-    assert error.needed >= 8 * m * m and f"N = {m:,}" in str(error)
-    assert "return_std=True" in str(error)
+    # the message names the query points, not "N samples", and the model's size
+    assert error.needed >= 8 * m * m and f"{m:,} query points" in str(error)
+    assert "the model has 20 training samples" in str(error)
+    assert f"N = {m:,}" not in str(error)
+    assert "predict(X, return_std=True)" in str(error)
     error = _assert_fast_and_allocation_free(lambda: gpr.sample_y(Xq, 3), "sample_y")
     assert error.needed > memory.predict_cov_bytes(20, m, 1)
+    assert f"{m:,} query points" in str(error) and str(error).startswith("sample_y")
+    # sample_y has no return_std: its message must not suggest it
+    assert "return_std" not in str(error)
     # the prior (unfitted) path is checked too
     prior = GaussianProcessRegressor(_kernel())
-    _assert_fast_and_allocation_free(lambda: prior.predict(Xq, return_cov=True),
-                                     "return_cov")
+    error = _assert_fast_and_allocation_free(lambda: prior.predict(Xq, return_cov=True),
+                                             "return_cov")
+    assert "the unfitted prior" in str(error)
 
 
 def test_memory_gplvm_fit_of_huge_n_fails_fast():

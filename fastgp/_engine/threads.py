@@ -1,72 +1,234 @@
-"""Serial execution for problems too small to gain from threads.
+"""Thread settings of a fit: as many threads as there are idle cores.
 
-Below a few hundred samples one objective evaluation is microseconds of work,
-and waking Numba's and OpenBLAS's worker threads costs more than it saves. On
-a machine whose cores are busy it costs far more: a parallel region or a
-multithreaded dpotri waits for a time slice on every call. Measured on a
-loaded 2-core machine, a GPLVM fit on 30 samples (114 evaluations) took 14.9 s
-with the default threads and 0.14 s serial.
+fastgp's work runs in two thread pools in turn: Numba's (the fill and the
+fused gradient pass) and the BLAS library's (dpotrf, dpotri). Each takes
+every core by default. That is right on a quiet machine and ruinous on a
+busy one: with another process running two OpenBLAS threads on a 2-core
+machine, a multithreaded dpotri's threads wait for time slices on every call,
+and one loss+gradient at N = 1,500 took a median 2.7x and up to 79x its quiet
+single-thread time. Two rules follow.
 
-:func:`threads_for` runs such problems on one thread. The Numba thread count is
-thread-local and restored in ``finally``; the BLAS limit (threadpoolctl) is
-process-wide for the duration of the block, so it is only taken for small
-problems, where the block is short.
+- **Small problems run serial.** Below :data:`SERIAL_BELOW` samples one
+  evaluation is microseconds of work and waking worker threads costs more
+  than it saves (a GPLVM fit on 30 samples: 14.9 s with the default threads
+  on a loaded 2-core machine, 0.14 s serial).
+- **Otherwise each evaluation uses the idle cores.** :class:`Governor`
+  decides before every evaluation, from :func:`idle_cores`, how many threads
+  Numba and BLAS may use: ``min(the user's setting, idle cores)``, at least
+  one. On a quiet machine that is the user's setting, as without fastgp's
+  policy. Deciding costs a read of ``/proc/loadavg`` (microseconds) and,
+  only when other tasks seem to be running, one small read per thread of
+  this process.
+
+The user's settings are restored in ``finally``: the Numba thread count is
+thread-local; the BLAS limit is process-wide, so concurrent fits share one
+saved copy of the user's limits (the first to enter saves it, the last to
+leave restores it). Results do not depend on the Numba thread count (the
+passes reduce over a fixed number of column blocks); OpenBLAS's dpotrf and
+dpotri round differently with different thread counts, so on a busy machine
+two fits may differ in the last bits (docs/reliability.md). Setting
+``FASTGP_ADAPTIVE_THREADS=0`` switches the per-evaluation policy off (the
+user's settings are then used throughout, small problems still run serial).
 """
 
+import os
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 import numba
-from threadpoolctl import threadpool_limits
 
-__all__ = ["SERIAL_BELOW", "threads_for"]
+__all__ = ["SERIAL_BELOW", "ADAPTIVE_ENV", "idle_cores", "Governor", "threads_for"]
 
 #: Problems with fewer samples than this run on one thread.
 SERIAL_BELOW = 256
 
-# The BLAS limit is process-wide, so concurrent serial blocks share one
-# limiter: the first to enter takes it, the last to leave restores the user's
-# setting. Nested ``threadpool_limits`` blocks entered from two threads would
-# each save what they found and restore it in the order they end, leaving
-# BLAS on one thread for good when the block that started second ends last
-# (issue 6: a fit changes no global state).
+#: Environment variable: "0" switches the per-evaluation policy off.
+ADAPTIVE_ENV = "FASTGP_ADAPTIVE_THREADS"
+
+
+# ------------------------------------------------------------ idle cores
+def _usable_cpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def _runnable_tasks(path="/proc/loadavg"):
+    """The scheduler's count of runnable threads on the whole machine now
+    (proc(5): the fourth field of /proc/loadavg, "the number of currently
+    runnable kernel scheduling entities"; the reading thread is one of
+    them), or None where it cannot be read. Unlike the load averages in the
+    first three fields, it is not smoothed over minutes."""
+    try:
+        with open(path, "rb") as f:
+            return int(f.read().split()[3].split(b"/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _own_runnable_threads(task_dir="/proc/self/task"):
+    """How many threads of this process are runnable (state ``R`` in
+    ``/proc/self/task/<tid>/stat``), the reader included. OpenBLAS's workers
+    spin for a while after each call, so this process's own threads are often
+    among the runnable ones and must not count as load."""
+    count = 0
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return 1
+    for tid in tids:
+        try:
+            with open(f"{task_dir}/{tid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # the thread ended
+            continue
+        end = stat.rfind(b")")  # the name may hold spaces and parentheses
+        if stat[end + 2:end + 3] == b"R":
+            count += 1
+    return max(count, 1)
+
+
+def idle_cores(loadavg="/proc/loadavg", task_dir="/proc/self/task"):
+    """Cores this process may use that no other task is running on now.
+
+    The cores of the CPU affinity mask, less the runnable threads of other
+    processes (:func:`_runnable_tasks` less :func:`_own_runnable_threads`).
+    The run count covers the whole machine; where the affinity mask holds
+    only part of it, the other tasks are assumed spread evenly over all
+    cores. At least 1; every usable core where nothing can be read (not
+    Linux).
+    """
+    cpus = _usable_cpus()
+    runnable = _runnable_tasks(loadavg)
+    if runnable is None:
+        return cpus
+    others = runnable - 1  # this thread is runnable: it is reading
+    if others > 0:
+        others = runnable - _own_runnable_threads(task_dir)
+    if others <= 0:
+        return cpus
+    total = os.cpu_count() or cpus
+    if cpus < total:
+        others = others * cpus / total
+    return max(1, cpus - int(round(others)))
+
+
+# ------------------------------------------------------------ BLAS limits
+# The BLAS limit is process-wide, so concurrent fits share one saved copy of
+# the user's limits: the first to enter saves them, the last to leave
+# restores them. Nested ``threadpool_limits`` blocks entered from two threads
+# would each save what they found and restore it in the order they end,
+# leaving BLAS limited for good when the block that started second ends last
+# (a fit changes no global state).
 _BLAS_LOCK = threading.Lock()
 _blas_users = 0
-_blas_limiter = None
+_blas_saved = None  # [(library controller, user's thread count)]
+_blas_controller = None
 
 
-def _acquire_serial_blas():
-    global _blas_users, _blas_limiter
+def _blas_libraries():
+    """threadpoolctl's controllers of the loaded BLAS libraries, found once
+    (scanning the loaded libraries costs milliseconds; setting a count on a
+    known one costs about a microsecond)."""
+    global _blas_controller
+    if _blas_controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas_controller = ThreadpoolController().select(user_api="blas")
+    return _blas_controller.lib_controllers
+
+
+def _enter_blas():
+    """Save the user's BLAS limits (first user) and return their smallest."""
+    global _blas_users, _blas_saved
     with _BLAS_LOCK:
         if _blas_users == 0:
-            _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+            _blas_saved = [(lib, lib.num_threads) for lib in _blas_libraries()]
         _blas_users += 1
+        return min((count for _, count in _blas_saved), default=1)
 
 
-def _release_serial_blas():
-    global _blas_users, _blas_limiter
+def _set_blas(count):
+    """Set every BLAS library to ``count`` threads, none above the user's."""
+    with _BLAS_LOCK:
+        for lib, user in _blas_saved:
+            lib.set_num_threads(min(count, user))
+
+
+def _leave_blas():
+    global _blas_users, _blas_saved
     with _BLAS_LOCK:
         _blas_users -= 1
         if _blas_users == 0:
-            _blas_limiter.restore_original_limits()
-            _blas_limiter = None
+            for lib, user in _blas_saved:
+                lib.set_num_threads(user)
+            _blas_saved = None
+
+
+# ------------------------------------------------------------ the policy
+class Governor:
+    """The thread policy of one fit (or prediction), in force between
+    :func:`threads_for`'s entry and exit.
+
+    ``evaluate(function, *args, **kwargs)`` calls ``function(*args, **kwargs)`` with Numba and
+    BLAS limited to the idle cores (:func:`idle_cores`), never above the
+    user's settings (``numba_threads``, ``blas_threads``), deciding anew
+    before every call. Settings are changed only when the decision changes.
+    """
+
+    def __init__(self, numba_threads, blas_threads, adaptive):
+        self.numba_threads = int(numba_threads)
+        self.blas_threads = int(blas_threads)
+        self.adaptive = bool(adaptive)
+        self.current = max(self.numba_threads, self.blas_threads)
+
+    def threads_now(self):
+        """The thread count the next evaluation may use."""
+        return min(max(self.numba_threads, self.blas_threads), idle_cores())
+
+    def evaluate(self, function, *args, **kwargs):
+        if self.adaptive:
+            count = self.threads_now()
+            if count != self.current:
+                numba.set_num_threads(min(count, self.numba_threads))
+                _set_blas(count)
+                self.current = count
+        return function(*args, **kwargs)
+
+
+def _adaptive_enabled():
+    return os.environ.get(ADAPTIVE_ENV, "1").strip() != "0"
 
 
 @contextmanager
-def _serial():
+def threads_for(n_samples, adaptive=True):
+    """Context manager for a fit, prediction or evaluation on ``n_samples``
+    training samples; yields its :class:`Governor`.
+
+    Below :data:`SERIAL_BELOW` samples everything inside runs on one thread
+    (Numba and BLAS). Otherwise the governor limits each evaluation it runs
+    to the idle cores, if ``adaptive`` (and ``FASTGP_ADAPTIVE_THREADS`` is not
+    "0"); code run inside the block but not through the governor uses the
+    latest decision. The user's Numba thread count (this thread's) and BLAS
+    limits are restored on exit, whatever happens inside.
+    """
     before = numba.get_num_threads()
-    numba.set_num_threads(1)
+    serial = n_samples < SERIAL_BELOW
+    adaptive = adaptive and not serial and _adaptive_enabled()
+    if not serial and not adaptive:
+        yield Governor(before, before, adaptive=False)
+        return
+    blas_threads = _enter_blas()
     try:
-        _acquire_serial_blas()
-        try:
-            yield
-        finally:
-            _release_serial_blas()
+        if serial:
+            numba.set_num_threads(1)
+            _set_blas(1)
+            yield Governor(1, 1, adaptive=False)
+        else:
+            yield Governor(before, blas_threads, adaptive=True)
     finally:
-        numba.set_num_threads(before)
-
-
-def threads_for(n_samples):
-    """Context manager: one thread (Numba and BLAS) if ``n_samples`` is below
-    :data:`SERIAL_BELOW`, else the user's settings unchanged."""
-    return _serial() if n_samples < SERIAL_BELOW else nullcontext()
+        try:
+            _leave_blas()
+        finally:
+            numba.set_num_threads(before)

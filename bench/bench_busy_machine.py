@@ -1,0 +1,167 @@
+"""Does a loss+gradient at N = 1,500 stay within 1.5x (median) and 3x (worst of ten) of its quiet single-thread time while another process runs a 2-thread OpenBLAS loop, with quiet figures unchanged by fastgp's thread policy?
+
+    python -m bench.bench_busy_machine                 # N = 1,500, ten calls per case
+    python -m bench.bench_busy_machine --n 500 --repeats 3
+
+The question of a shared machine: another fastgp fit, or any NumPy/SciPy job,
+keeps cores busy, and a library that starts as many threads as there are
+cores (Numba's and OpenBLAS's pools) waits for time slices on every call.
+fastgp's policy (fastgp._engine.threads) gives each evaluation only the idle
+cores, read from the scheduler's run queue before the call.
+
+Problem: bench/_problems.py's "1d" (x standard normal, y = sin(x) + 0.01
+noise, C*RBF + White at theta = 0). One loss+gradient is
+fastgp.objective.NegLogMarginalLikelihood with one reused workspace, called
+inside fastgp._engine.threads.threads_for as the fit core calls it, with the
+policy on (the default) or off (FASTGP_ADAPTIVE_THREADS=0's behaviour: the
+user's thread settings throughout). Cases, in this order:
+
+1. quiet, one thread (Numba and BLAS limited to 1): the reference time;
+2. quiet, the default threads, policy off and on (unchanged on a quiet
+   machine: the policy must cost nothing there);
+3. busy: a competitor process (OPENBLAS_NUM_THREADS=2) runs dgemm, dpotrf and
+   dpotri on a 1,000 x 1,000 matrix in a loop; the default threads, policy
+   off and on.
+
+Each case makes one untimed warm-up call and then ``--repeats`` timed calls;
+the table gives the median and the worst, and each as a multiple of the
+quiet single-thread median. Run it on an otherwise quiet machine: other load
+is counted as the competitor's.
+
+Writes bench/results/busy_machine.json.
+"""
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._measure import REPO_ROOT, environment, write_json  # noqa: E402
+from bench._problems import ALPHA, make_problem  # noqa: E402
+from bench._report import format_table  # noqa: E402
+
+#: The competing process: a 2-thread OpenBLAS loop (matrix size in argv[1]).
+COMPETITOR = r"""
+import sys
+import numpy as np
+import scipy.linalg.lapack as lapack
+n = int(sys.argv[1])
+rng = np.random.default_rng(0)
+A = rng.standard_normal((n, n))
+K = A @ A.T + n * np.eye(n)
+print("ready", flush=True)
+while True:
+    A @ A                                   # dgemm
+    L = lapack.dpotrf(K, lower=1)[0]
+    lapack.dpotri(L, lower=1)
+"""
+
+
+def start_competitor(size, threads=2):
+    """The competitor process, started and running its loop."""
+    import os
+
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads))
+    proc = subprocess.Popen([sys.executable, "-c", COMPETITOR, str(size)], env=env,
+                            stdout=subprocess.PIPE, text=True)
+    if proc.stdout.readline().strip() != "ready":
+        proc.kill()
+        raise RuntimeError("the competitor process did not start")
+    time.sleep(0.5)  # let its loop settle
+    return proc
+
+
+def time_calls(objective, theta, n, repeats, adaptive):
+    """Seconds of ``repeats`` loss+gradient calls (after one warm-up), each
+    run as the fit core runs it: inside threads_for, through its governor."""
+    from fastgp._engine.threads import threads_for
+
+    seconds = []
+    with threads_for(n, adaptive=adaptive) as governor:
+        governor.evaluate(objective, theta)
+        for _ in range(repeats):
+            start = time.perf_counter()
+            governor.evaluate(objective, theta)
+            seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1_500)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--competitor-size", type=int, default=1_000)
+    parser.add_argument("--competitor-threads", type=int, default=2)
+    parser.add_argument("--out", type=Path,
+                        default=REPO_ROOT / "bench/results/busy_machine.json")
+    args = parser.parse_args(argv)
+
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    from fastgp.covariance import make_covariance
+    from fastgp.fitting import Workspace
+    from fastgp.objective import NegLogMarginalLikelihood
+
+    problem = make_problem("1d", args.n)
+    objective = NegLogMarginalLikelihood(make_covariance(problem.kernel, problem.X),
+                                         problem.Y, ALPHA, Workspace(problem.n))
+    theta = problem.theta0
+    objective(theta)  # compile (or load) the jitted passes
+
+    cases = {}
+    user_threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            cases["quiet, 1 thread"] = time_calls(objective, theta, args.n, args.repeats,
+                                                  adaptive=False)
+    finally:
+        numba.set_num_threads(user_threads)
+    cases["quiet, default threads, policy off"] = time_calls(
+        objective, theta, args.n, args.repeats, adaptive=False)
+    cases["quiet, default threads, policy on"] = time_calls(
+        objective, theta, args.n, args.repeats, adaptive=True)
+    competitor = start_competitor(args.competitor_size, args.competitor_threads)
+    try:
+        cases["busy, default threads, policy off"] = time_calls(
+            objective, theta, args.n, args.repeats, adaptive=False)
+        cases["busy, default threads, policy on"] = time_calls(
+            objective, theta, args.n, args.repeats, adaptive=True)
+    finally:
+        competitor.kill()
+        competitor.wait()
+
+    reference = statistics.median(cases["quiet, 1 thread"])
+    summary, rows = {}, []
+    for name, seconds in cases.items():
+        median, worst = statistics.median(seconds), max(seconds)
+        summary[name] = dict(median_s=median, worst_s=worst, seconds=seconds,
+                             median_ratio=median / reference, worst_ratio=worst / reference)
+        rows.append([name, f"{median:.4f}", f"{worst:.4f}", f"{median / reference:.2f}",
+                     f"{worst / reference:.2f}"])
+    busy = summary["busy, default threads, policy on"]
+    met = busy["median_ratio"] <= 1.5 and busy["worst_ratio"] <= 3.0
+    print(__doc__.splitlines()[0])
+    print(f"N = {args.n}, {args.repeats} calls per case, Numba threads {user_threads}, "
+          f"competitor: {args.competitor_threads}-thread OpenBLAS on "
+          f"{args.competitor_size} x {args.competitor_size}")
+    print(format_table(["case", "median (s)", "worst (s)", "median / quiet 1-thread",
+                        "worst / quiet 1-thread"], rows))
+    print(f"busy, policy on: median {busy['median_ratio']:.2f}x (target <= 1.5), worst "
+          f"{busy['worst_ratio']:.2f}x (target <= 3): {'met' if met else 'NOT met'}")
+    write_json(args.out, dict(environment=environment(), n=args.n, repeats=args.repeats,
+                              competitor_size=args.competitor_size,
+                              competitor_threads=args.competitor_threads,
+                              cases=summary, target_met=met))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

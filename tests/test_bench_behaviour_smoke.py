@@ -1,0 +1,35 @@
+"""Smoke tests of bench/bench_busy_machine.py and bench/bench_optimizers.py at
+tiny sizes, so that they cannot rot (their figures come from the full runs)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import bench_busy_machine, bench_optimizers  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def test_bench_busy_machine_runs_every_case(tmp_path, capsys):
+    out = tmp_path / "busy.json"
+    assert bench_busy_machine.main(["--n", "300", "--repeats", "2",
+                                    "--competitor-size", "100", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc["cases"]) == {
+        "quiet, 1 thread", "quiet, default threads, policy off",
+        "quiet, default threads, policy on", "busy, default threads, policy off",
+        "busy, default threads, policy on"}
+    assert all(len(case["seconds"]) == 2 for case in doc["cases"].values())
+    assert "busy, policy on: median" in capsys.readouterr().out
+
+
+def test_bench_optimizers_compares_cg_with_lbfgsb(tmp_path):
+    out = tmp_path / "optimizers.json"
+    assert bench_optimizers.main(["--n", "60", "--repeats", "1", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc["summary"]) == {"fmin_l_bfgs_b", "CG"}
+    assert abs(doc["lml_gap"]) < 0.1

@@ -1,0 +1,46 @@
+"""Every command the docs give works from a fresh clone: no path from one
+machine (an absolute path, a virtual environment's bin/), and every file,
+glob or module it names exists in the repository."""
+
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+
+#: A command: an indented code line or an inline code span that starts with
+#: python, pytest or pip.
+_COMMAND = re.compile(r"^(?: {4}|\t)((?:python|pytest|pip)\b.*)$|`((?:python|pytest|pip)\b[^`]*)`",
+                      re.MULTILINE)
+
+
+def _commands(path):
+    text = path.read_text()
+    fenced = re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.DOTALL)
+    found = [line.strip() for block in fenced for line in block.splitlines()
+             if re.match(r"\s*(python|pytest|pip)\b", line)]
+    found += [a or b for a, b in _COMMAND.findall(text)]
+    return [command.split("#")[0].strip() for command in found]
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_docs_commands_work_from_a_fresh_clone(path):
+    for command in _commands(path):
+        for word in command.split():
+            assert not word.startswith(("/", "~")), f"{path.name}: {command}"
+            assert "venv/bin" not in word, f"{path.name}: {command}"
+            if re.match(r"(tests|bench|docs)/\S+\.(py|md)$", word):
+                assert list(ROOT.glob(word)), f"{path.name}: {word} does not exist"
+        module = re.search(r"python -m ((?:bench|fastgp)[\w.]*)", command)
+        if module:
+            parts = module.group(1).split(".")
+            file = ROOT.joinpath(*parts)
+            assert file.with_suffix(".py").exists() or (file / "__main__.py").exists(), \
+                f"{path.name}: no module {module.group(1)}"
+
+
+def test_docs_reliability_gives_the_test_command_from_the_repository_root():
+    assert "python -m pytest tests/test_reliability_*.py -q" in \
+        (ROOT / "docs" / "reliability.md").read_text()

@@ -1,0 +1,130 @@
+"""The thread policy of a fit (fastgp._engine.threads): every evaluation uses
+only the cores that are idle when it starts (Numba and BLAS), never more than
+the user's settings, and the user's settings come back afterwards."""
+
+import os
+
+import numba
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from threadpoolctl import threadpool_info, threadpool_limits
+
+import fastgp._engine.threads as threads
+import fastgp.objective as objective_module
+from fastgp import GaussianProcessRegressor
+
+
+def _fake_proc(tmp_path, runnable, own_states, name="proc"):
+    tmp_path = tmp_path / name
+    tmp_path.mkdir()
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text(f"0.50 0.40 0.30 {runnable}/321 4242\n")
+    tasks = tmp_path / "task"
+    tasks.mkdir()
+    for tid, state in enumerate(own_states, start=100):
+        (tasks / str(tid)).mkdir()
+        # a name with a space and a parenthesis, as a thread may have
+        (tasks / str(tid) / "stat").write_text(f"{tid} (py worker) x) {state} 1 2 3\n")
+    return str(loadavg), str(tasks)
+
+
+@pytest.fixture
+def all_cores(monkeypatch):
+    """A machine whose affinity mask is all of it, with 4 cores."""
+    monkeypatch.setattr(threads, "_usable_cpus", lambda: 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+
+
+def test_threads_quiet_machine_gives_every_core(tmp_path, all_cores):
+    loadavg, tasks = _fake_proc(tmp_path, 1, ["R", "S", "S"])
+    assert threads.idle_cores(loadavg, tasks) == 4
+
+
+def test_threads_other_runnable_tasks_take_cores(tmp_path, all_cores):
+    # 3 runnable: this thread and two of another process's OpenBLAS threads
+    loadavg, tasks = _fake_proc(tmp_path, 3, ["R", "S", "S"])
+    assert threads.idle_cores(loadavg, tasks) == 2
+    # a saturated machine still leaves one thread
+    loadavg, tasks = _fake_proc(tmp_path, 9, ["R"], name="busy")
+    assert threads.idle_cores(loadavg, tasks) == 1
+
+
+def test_threads_own_spinning_threads_are_not_load(tmp_path, all_cores):
+    # OpenBLAS's workers spin after a call: this process's runnable threads
+    # are not other tasks
+    loadavg, tasks = _fake_proc(tmp_path, 3, ["R", "R", "R", "S"])
+    assert threads.idle_cores(loadavg, tasks) == 4
+
+
+def test_threads_affinity_mask_gets_its_share_of_the_load(tmp_path, monkeypatch):
+    monkeypatch.setattr(threads, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    loadavg, tasks = _fake_proc(tmp_path, 5, ["R"])  # 4 others over 8 cores
+    assert threads.idle_cores(loadavg, tasks) == 1
+    loadavg, tasks = _fake_proc(tmp_path, 2, ["R"], name="quiet")
+    assert threads.idle_cores(loadavg, tasks) == 2  # 1 other over 8 cores: 0.25
+
+
+def test_threads_unreadable_proc_gives_every_core(tmp_path, all_cores):
+    assert threads.idle_cores(str(tmp_path / "missing"), str(tmp_path)) == 4
+
+
+def test_threads_idle_cores_is_cheap():
+    # decided before every evaluation: it must cost microseconds, not the
+    # milliseconds of scanning libraries (measured about 25 us on a loaded
+    # 2-core machine); a generous bound against regressions to a scan
+    import time
+
+    threads.idle_cores()
+    start = time.perf_counter()
+    for _ in range(200):
+        threads.idle_cores()
+    assert (time.perf_counter() - start) / 200 < 2e-3
+
+
+def _blas_counts():
+    return sorted({pool["num_threads"] for pool in threadpool_info()
+                   if pool["user_api"] == "blas"})
+
+
+def _problem(n):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, size=(n, 1))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+@pytest.mark.parametrize("idle", [1, 64])
+def test_threads_each_evaluation_uses_the_idle_cores_and_settings_come_back(
+        monkeypatch, idle):
+    if numba.config.NUMBA_NUM_THREADS < 2 or (os.cpu_count() or 1) < 2:
+        pytest.fail("this test needs 2 cores and NUMBA_NUM_THREADS >= 2")
+    monkeypatch.setattr(threads, "idle_cores", lambda: idle)
+    seen = []
+    original = objective_module.NegLogMarginalLikelihood.__call__
+
+    def recording(objective, theta):
+        seen.append((numba.get_num_threads(), _blas_counts()))
+        return original(objective, theta)
+
+    monkeypatch.setattr(objective_module.NegLogMarginalLikelihood, "__call__", recording)
+    X, y = _problem(threads.SERIAL_BELOW + 20)
+    before = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        with threadpool_limits(limits=2, user_api="blas"):
+            GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y)
+            assert _blas_counts() == [2]  # the user's BLAS limit is back
+        assert numba.get_num_threads() == 2  # and this thread's Numba count
+    finally:
+        numba.set_num_threads(before)
+    expected = (1, [1]) if idle == 1 else (2, [2])
+    assert seen and all(s == expected for s in seen), seen
+
+
+def test_threads_policy_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv(threads.ADAPTIVE_ENV, "0")
+    monkeypatch.setattr(threads, "idle_cores", lambda: pytest.fail("consulted"))
+    X, y = _problem(threads.SERIAL_BELOW + 20)
+    GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y)
