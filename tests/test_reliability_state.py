@@ -33,7 +33,6 @@ import joblib
 import numba
 import numpy as np
 import pytest
-import threadpoolctl
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -313,17 +312,11 @@ _OVERLAP_PROBE = textwrap.dedent("""
 """)
 
 
-#: threadpoolctl >= 3.8 lets only one thread at a time (the first to set a
-#: limit, until its ``with`` block ends) change a pthreads OpenBLAS's limit.
-_ONE_CONTROLLING_THREAD = tuple(map(int, threadpoolctl.__version__.split(".")[:2])) >= (3, 8)
-
-
 @pytest.mark.parametrize("leaves_first", [
-    pytest.param(0, id="first-in-leaves-first", marks=pytest.mark.xfail(
-        _ONE_CONTROLLING_THREAD, strict=True,
-        reason="known bug in fastgp._engine.threads with threadpoolctl >= 3.8: the thread "
-               "that set BLAS to one thread controls it, so the restore by the "
-               "thread that leaves last does nothing and BLAS stays on one thread")),
+    # threadpoolctl >= 3.8 lets one "controlling" thread change a pthreads
+    # OpenBLAS's limit and ignores the others: the restore by the thread that
+    # leaves last must still take effect
+    pytest.param(0, id="first-in-leaves-first"),
     pytest.param(1, id="first-in-leaves-last"),
 ])
 def test_state_overlapping_serial_blocks_in_two_threads_restore_the_users_blas_limit(

@@ -149,11 +149,29 @@ def _enter_blas():
         return min((count for _, count in _blas_saved), default=1)
 
 
+def _set_library_threads(lib, count):
+    """Set one BLAS library's process-wide thread count from this thread.
+
+    threadpoolctl >= 3.8 lets one "controlling" Python thread change a
+    process-wide OpenBLAS pool (the first to set it) and silently ignores the
+    others. fastgp serialises its own changes under ``_BLAS_LOCK``, so it takes
+    control for the call and hands it back at once (``clear_controlling_thread``
+    clears it only where this thread holds it); otherwise the restore made by
+    the last of two overlapping fits, from another thread, would do nothing
+    and leave BLAS on one thread for good. A user's thread that holds control
+    (inside its own ``threadpool_limits`` block) keeps it: fastgp's change is
+    then ignored, and so is its restore."""
+    lib.set_num_threads(count)
+    release = getattr(type(lib), "clear_controlling_thread", None)
+    if release is not None:
+        release()
+
+
 def _set_blas(count):
     """Set every BLAS library to ``count`` threads, none above the user's."""
     with _BLAS_LOCK:
         for lib, user in _blas_saved:
-            lib.set_num_threads(min(count, user))
+            _set_library_threads(lib, min(count, user))
 
 
 def _leave_blas():
@@ -162,7 +180,7 @@ def _leave_blas():
         _blas_users -= 1
         if _blas_users == 0:
             for lib, user in _blas_saved:
-                lib.set_num_threads(user)
+                _set_library_threads(lib, user)
             _blas_saved = None
 
 
