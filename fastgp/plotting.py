@@ -1,0 +1,157 @@
+"""Figures of a fitted regressor: the data, the predictive mean and its 95 %
+band, carried past the data as a forecast (``python -m fastgp --plot FILE``).
+
+matplotlib is optional: nothing here imports it until a figure is drawn, and
+:func:`require_matplotlib` turns its absence into a message that says how to
+install it. Figures are built on :class:`matplotlib.figure.Figure` directly,
+not through pyplot, so drawing one selects no backend and leaves pyplot's
+global state alone.
+"""
+
+import os
+
+import numpy as np
+
+__all__ = ["FORMATS", "MissingMatplotlibError", "plot_format", "plot_forecast",
+           "require_matplotlib", "save_figure"]
+
+#: File extensions the figure can be written to, and matplotlib's format names.
+FORMATS = {".png": "png", ".pdf": "pdf"}
+
+#: Half-width of the band in predictive standard deviations: the central 95 %
+#: of a normal distribution.
+Z_95 = 1.959963984540054
+
+
+class MissingMatplotlibError(ImportError):
+    """matplotlib, needed to draw a figure, is not installed."""
+
+
+def require_matplotlib():
+    """Import matplotlib, or say how to install it.
+
+    Returns
+    -------
+    module
+        The :mod:`matplotlib` package.
+
+    Raises
+    ------
+    MissingMatplotlibError
+        If matplotlib cannot be imported; the message names the install
+        command.
+    """
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise MissingMatplotlibError(
+            "drawing a figure needs matplotlib, which is not installed; install "
+            "it with `pip install matplotlib` and run again") from exc
+    return matplotlib
+
+
+def plot_format(path):
+    """The format a figure is written in, from the file's extension.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write, ending in ``.png`` or ``.pdf`` (any case).
+
+    Returns
+    -------
+    str
+        ``"png"`` or ``"pdf"``.
+
+    Raises
+    ------
+    ValueError
+        If the extension is neither.
+    """
+    extension = os.path.splitext(os.fspath(path))[1].lower()
+    if extension not in FORMATS:
+        raise ValueError(
+            f"cannot tell the figure's format from {os.fspath(path)!r}: give a file "
+            f"name ending in {' or '.join(FORMATS)}")
+    return FORMATS[extension]
+
+
+def plot_forecast(gpr, X, y, *, y_offset=0.0, until=2025.0, n_points=1000, ax=None,
+                  xlabel="year", ylabel="CO$_2$ (ppm)",
+                  title="Mauna Loa CO$_2$: fit and forecast"):
+    """Draw 1-D data, the regressor's predictive mean and its 95 % band from the
+    first input to ``until``, past the data.
+
+    Parameters
+    ----------
+    gpr : fitted GaussianProcessRegressor
+        Fitted to ``(X, y - y_offset)`` with one input dimension and one target.
+    X : array-like of shape (n_samples, 1)
+        The training inputs (for the CO2 series, time in decimal years).
+    y : array-like of shape (n_samples,)
+        The training targets, on the scale to draw.
+    y_offset : float, default=0.0
+        Added to the predictions: the value subtracted from ``y`` before the
+        fit (the CLI fits the CO2 series minus its mean).
+    until : float, default=2025.0
+        The last input of the forecast.
+    n_points : int, default=1000
+        Points of the prediction grid.
+    ax : matplotlib.axes.Axes or None, default=None
+        Where to draw; None draws on a new standalone figure (no pyplot).
+    xlabel, ylabel, title : str
+        The axes' labels and the title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes.
+
+    Notes
+    -----
+    The band is ``mean +- 1.96 std`` of ``gpr.predict(..., return_std=True)``,
+    the central 95 % of the predictive distribution; where the kernel holds a
+    WhiteKernel the band is that of a new observation, noise included.
+    """
+    X = np.asarray(X, dtype=np.float64).reshape(-1, 1)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    grid = np.linspace(X[:, 0].min(), max(until, X[:, 0].max()), n_points).reshape(-1, 1)
+    mean, std = gpr.predict(grid, return_std=True)
+    mean = mean + y_offset
+
+    if ax is None:
+        require_matplotlib()
+        from matplotlib.figure import Figure
+
+        ax = Figure(figsize=(9, 4.5), layout="constrained").subplots()
+    last = X[:, 0].max()
+    ax.plot(X[:, 0], y, ".", color="0.25", markersize=2, label="measured")
+    ax.plot(grid[:, 0], mean, color="C0", linewidth=1, label="predictive mean")
+    ax.fill_between(grid[:, 0], mean - Z_95 * std, mean + Z_95 * std, color="C0",
+                    alpha=0.25, linewidth=0, label="95 % band")
+    ax.axvline(last, color="0.5", linestyle="--", linewidth=0.8)
+    ax.annotate("forecast", xy=(last, 0.04), xycoords=("data", "axes fraction"),
+                xytext=(4, 0), textcoords="offset points", color="0.4")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="upper left")
+    return ax.figure
+
+
+def save_figure(figure, path):
+    """Write ``figure`` to ``path`` in the format its extension names.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+    path : str or os.PathLike
+        Ends in ``.png`` or ``.pdf``.
+
+    Raises
+    ------
+    ValueError
+        If the extension is neither.
+    """
+    figure.savefig(path, format=plot_format(path), dpi=150)
