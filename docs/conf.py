@@ -20,6 +20,8 @@ matplotlib.use("Agg")
 # The checkout's package, ahead of any installed copy.
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+# The site's own small extensions (the gallery's order).
+sys.path.insert(0, str(Path(__file__).resolve().parent / "sphinxext"))
 # Examples run in the build's process and in any subprocess they start.
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -52,6 +54,8 @@ templates_path = ["_templates"]
 autosummary_generate = True
 autodoc_default_options = {"members": True, "inherited-members": True}
 autodoc_typehints = "none"
+# "fit()" in a class page's contents, not "GaussianProcessRegressor.fit()".
+toc_object_entries_show_parents = "hide"
 # Class pages list their methods themselves (see _templates/autosummary/class.rst).
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -65,7 +69,7 @@ sphinx_gallery_conf = {
     "examples_dirs": "examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
-    "within_subsection_order": "FileNameSortKey",
+    "within_subsection_order": "gallery_order.ExampleOrder",
     "download_all_examples": False,
     "remove_config_comments": True,
     "doc_module": ("fastgp",),
@@ -86,5 +90,8 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
-html_sidebars = {"index": [], "install": [], "quickstart": []}
+# Pages outside a section have no section navigation to show: no left sidebar.
+html_sidebars = {page: [] for page in (
+    "index", "install", "quickstart", "design", "gplvm", "reliability", "benchmarks",
+    "comparison", "adding_a_kernel")}
 html_static_path = []

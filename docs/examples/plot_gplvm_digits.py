@@ -69,11 +69,12 @@ plt.show()
 # Reconstructions
 # ---------------
 # :meth:`~fastgp.GPLVM.inverse_transform` maps latent points back to pixels
-# through the GP's predictive mean. Below, the first row is eight digits,
-# the second the GPLVM's reconstruction from their two latent coordinates,
-# the third PCA's from its two components. Two numbers per digit cannot hold
-# every stroke, but the GPLVM's reconstructions keep each digit's identity
-# where PCA's linear map blurs them into averages.
+# through the GP's predictive mean. Below, the first row is eight of the
+# fitted digits, the second the GPLVM's reconstruction from their two latent
+# coordinates alone, the third PCA's from its two components. The GPLVM's
+# non-linear map keeps each digit's strokes (the fitted noise level says how
+# closely it may follow each training digit); PCA's linear map from two
+# numbers blurs them into averages.
 pca = PCA(n_components=2).fit(Y)
 shown = [int(np.flatnonzero(labels == d)[0]) for d in (0, 1, 2, 3, 4, 6, 7, 9)]
 rows_of_images = [Y[shown], gplvm.inverse_transform(Z[shown]),

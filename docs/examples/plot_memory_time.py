@@ -35,6 +35,7 @@ import tracemalloc
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullFormatter
 from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -106,6 +107,7 @@ ax_mem.set(xlabel="N", ylabel="peak memory of one call (MB)",
            title="Memory: loss + gradient")
 ax_time.set(xlabel="N", ylabel="seconds (median of 5)", title="Time: loss + gradient")
 for ax in (ax_mem, ax_time):
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.legend()
     ax.grid(True, which="both", linewidth=0.3)
 plt.show()

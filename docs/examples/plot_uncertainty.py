@@ -1,7 +1,7 @@
 """
-==========================================================
+============================================================
 Uncertainty: return_std, sample_y, and what normalize_y does
-==========================================================
+============================================================
 
 A Gaussian process predicts a distribution, not a number. On a 1-D problem
 this example draws the three things
