@@ -1,5 +1,7 @@
-"""Figures of a fitted regressor: the data, the predictive mean and its 95 %
-band, carried past the data as a forecast (``python -m fastgp --plot FILE``).
+"""Figures of a fitted regressor: data, predictive mean and 95 % band.
+
+The band is carried past the data as a forecast; ``python -m fastgp --plot
+FILE`` draws it for the Mauna Loa CO2 series.
 
 matplotlib is optional: nothing here imports it until a figure is drawn, and
 :func:`require_matplotlib` turns its absence into a message that says how to
@@ -24,11 +26,16 @@ Z_95 = 1.959963984540054
 
 
 class MissingMatplotlibError(ImportError):
-    """matplotlib, needed to draw a figure, is not installed."""
+    """The matplotlib package, needed to draw a figure, is not installed.
+
+    An ``ImportError``, so code that already catches one still does.
+    """
 
 
 def require_matplotlib():
     """Import matplotlib, or say how to install it.
+
+    fastgp does not depend on matplotlib; only drawing does.
 
     Returns
     -------
@@ -53,6 +60,8 @@ def require_matplotlib():
 def plot_format(path):
     """The format a figure is written in, from the file's extension.
 
+    Checked before a long fit, so that a wrong name fails at once.
+
     Parameters
     ----------
     path : str or os.PathLike
@@ -67,6 +76,12 @@ def plot_format(path):
     ------
     ValueError
         If the extension is neither.
+
+    Examples
+    --------
+    >>> from fastgp.plotting import plot_format
+    >>> plot_format("co2.PDF")
+    'pdf'
     """
     extension = os.path.splitext(os.fspath(path))[1].lower()
     if extension not in FORMATS:
@@ -76,11 +91,13 @@ def plot_format(path):
     return FORMATS[extension]
 
 
-def plot_forecast(gpr, X, y, *, y_offset=0.0, until=2025.0, n_points=1000, ax=None,
+def plot_forecast(gpr, X, y, *, y_offset=0.0, until=2025.0, n_points=3000, ax=None,
                   xlabel="year", ylabel="CO$_2$ (ppm)",
                   title="Mauna Loa CO$_2$: fit and forecast"):
-    """Draw 1-D data, the regressor's predictive mean and its 95 % band from the
-    first input to ``until``, past the data.
+    """Draw 1-D data, the predictive mean and its 95 % band, to ``until``.
+
+    The mean and band run from the first input to ``until``, past the end of
+    the data, where they are a forecast.
 
     Parameters
     ----------
@@ -95,8 +112,9 @@ def plot_forecast(gpr, X, y, *, y_offset=0.0, until=2025.0, n_points=1000, ax=No
         fit (the CLI fits the CO2 series minus its mean).
     until : float, default=2025.0
         The last input of the forecast.
-    n_points : int, default=1000
-        Points of the prediction grid.
+    n_points : int, default=3000
+        Points of the prediction grid: enough to draw a yearly cycle smoothly
+        over 70 years (about 40 per year).
     ax : matplotlib.axes.Axes or None, default=None
         Where to draw; None draws on a new standalone figure (no pyplot).
     xlabel, ylabel, title : str
@@ -107,11 +125,28 @@ def plot_forecast(gpr, X, y, *, y_offset=0.0, until=2025.0, n_points=1000, ax=No
     matplotlib.figure.Figure
         The figure holding the axes.
 
+    See Also
+    --------
+    save_figure : Write the figure as PNG or PDF.
+    fastgp.cli.mauna_loa_kernel : The kernel ``python -m fastgp`` fits.
+
     Notes
     -----
     The band is ``mean +- 1.96 std`` of ``gpr.predict(..., return_std=True)``,
     the central 95 % of the predictive distribution; where the kernel holds a
     WhiteKernel the band is that of a new observation, noise included.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastgp import GaussianProcessRegressor
+    >>> from fastgp.plotting import plot_forecast
+    >>> X = np.linspace(2000, 2010, 40).reshape(-1, 1)
+    >>> y = 370 + 2 * (X[:, 0] - 2000) + np.sin(2 * np.pi * X[:, 0])
+    >>> gpr = GaussianProcessRegressor(normalize_y=True).fit(X, y)
+    >>> figure = plot_forecast(gpr, X, y, until=2015.0, n_points=200)
+    >>> len(figure.axes)
+    1
     """
     X = np.asarray(X, dtype=np.float64).reshape(-1, 1)
     y = np.asarray(y, dtype=np.float64).ravel()
@@ -143,9 +178,12 @@ def plot_forecast(gpr, X, y, *, y_offset=0.0, until=2025.0, n_points=1000, ax=No
 def save_figure(figure, path):
     """Write ``figure`` to ``path`` in the format its extension names.
 
+    PNG at 150 dots per inch, or PDF (vector).
+
     Parameters
     ----------
     figure : matplotlib.figure.Figure
+        The figure to write, for example from :func:`plot_forecast`.
     path : str or os.PathLike
         Ends in ``.png`` or ``.pdf``.
 
@@ -153,5 +191,9 @@ def save_figure(figure, path):
     ------
     ValueError
         If the extension is neither.
+
+    See Also
+    --------
+    plot_format : The format an extension names.
     """
     figure.savefig(path, format=plot_format(path), dpi=150)
