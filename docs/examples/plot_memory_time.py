@@ -24,9 +24,10 @@ whose results are in :doc:`/comparison`.
 through Python's and NumPy's allocators during one call, above what was
 allocated before it, as :mod:`tracemalloc` records it: every N x N array
 either library allocates is in it, workspace that LAPACK or Numba allocate
-internally (small here) is not. Time is the median of five calls' wall time,
-the two libraries interleaved, after one call to warm up (fastgp's Numba
-routines load from its on-disk cache, or compile on the very first use).
+internally (small here) is not. Time is the fastest of five calls' wall
+time (the one least disturbed by other work on the machine), the two
+libraries interleaved, after one call to warm up (fastgp's Numba routines
+load from its on-disk cache, or compile on the very first use).
 """
 
 # %%
@@ -82,7 +83,7 @@ for n in SIZES:
             call()
             rounds[name].append(time.perf_counter() - start)
     for name, call in calls.items():
-        seconds[name].append(float(np.median(rounds[name])))
+        seconds[name].append(min(rounds[name]))
         peak[name].append(peak_bytes(call))
 
 print(f"{'N':>6} {'library':>13} {'peak MB':>9} {'x 8N^2':>7} {'seconds':>8}")
@@ -105,7 +106,7 @@ for name, marker in zip(LIBRARIES, "os"):
 ax_mem.loglog(n, 8 * n**2 / 1e6, "k--", linewidth=0.8, label="one N x N buffer")
 ax_mem.set(xlabel="N", ylabel="peak memory of one call (MB)",
            title="Memory: loss + gradient")
-ax_time.set(xlabel="N", ylabel="seconds (median of 5)", title="Time: loss + gradient")
+ax_time.set(xlabel="N", ylabel="seconds (fastest of 5)", title="Time: loss + gradient")
 for ax in (ax_mem, ax_time):
     ax.yaxis.set_minor_formatter(NullFormatter())
     ax.legend()
