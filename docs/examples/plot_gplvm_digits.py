@@ -12,8 +12,9 @@ log marginal likelihood, at the memory of one N x N buffer (:doc:`/gplvm`).
 
 To keep this page's build short, it fits 400 of the 1,797 digits for 100
 iterations (which stop before the optimiser's tolerance is met; the fit keeps
-the best point, and says so with a ``ConvergenceWarning``, silenced here). The full run (all the digits, 150 iterations, with the
-nearest-neighbour errors reported in :doc:`/gplvm`) is::
+the best point, and says so with a ``ConvergenceWarning``, silenced here).
+The full run (all the digits, 150 iterations, with the nearest-neighbour
+errors reported in :doc:`/gplvm`) is::
 
     python -m bench.bench_gplvm_digits
 """
