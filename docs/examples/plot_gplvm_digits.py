@@ -106,3 +106,19 @@ ax.set_title("held-out digits placed by transform")
 ax.set_xticks([])
 ax.set_yticks([])
 plt.show()
+
+# %%
+# Mapping a held-out digit into the latent space and back,
+# ``inverse_transform(transform(y))``, shows what two latent numbers keep of a
+# digit the model never saw: its class's shape, not every stroke.
+shown_new = held_out[:8]
+back = gplvm.inverse_transform(Z_new[:8])
+fig, axes = plt.subplots(2, 8, figsize=(9, 2.6), layout="constrained")
+for c in range(8):
+    for r, image in enumerate([digits.data[shown_new[c]], back[c]]):
+        axes[r, c].imshow(image.reshape(8, 8), cmap="gray_r", vmin=0, vmax=16)
+        axes[r, c].set_xticks([])
+        axes[r, c].set_yticks([])
+axes[0, 0].set_ylabel("held out")
+axes[1, 0].set_ylabel("and back")
+plt.show()
