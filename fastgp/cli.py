@@ -8,6 +8,13 @@ import time
 
 
 from .datasets import load_mauna_loa_co2
+from .plotting import (
+    MissingMatplotlibError,
+    plot_forecast,
+    plot_format,
+    require_matplotlib,
+    save_figure,
+)
 
 __all__ = ["main", "mauna_loa_kernel"]
 
@@ -70,9 +77,18 @@ def main(argv=None):
                              "length (default: all)")
     parser.add_argument("--quiet", action="store_true",
                         help="no per-iteration progress")
+    parser.add_argument("--plot", metavar="FILE", default=None,
+                        help="also draw the data, the fitted mean and its 95%% band, "
+                             "forecast to 2025, to FILE (.png or .pdf; needs matplotlib)")
     parser.add_argument("--version", action="version",
                         version=f"%(prog)s {_version()}")
     args = parser.parse_args(argv)
+    if args.plot is not None:
+        try:  # before the fit, so that a missing matplotlib costs no time
+            plot_format(args.plot)
+            require_matplotlib()
+        except (ValueError, MissingMatplotlibError) as exc:
+            parser.exit(2, f"fastgp: error: --plot: {exc}\n")
 
     from . import GaussianProcessRegressor
 
@@ -99,6 +115,9 @@ def main(argv=None):
           "Numba compilation)")
     print(f"peak resident memory: {_peak_rss_mb():.0f} MB "
           f"(one {len(y)}x{len(y)} float64 buffer is {8 * len(y)**2 / 2**20:.0f} MB)")
+    if args.plot is not None:
+        save_figure(plot_forecast(gpr, X, y, y_offset=y_mean), args.plot)
+        print(f"figure written to {args.plot}")
     return 0
 
 

@@ -83,8 +83,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         ``ConstantKernel(v) * RBF(np.ones(n_components)) + WhiteKernel(0.1 v)``
         with v the mean variance of the (centred, scaled) features, their
         bounds scaled by v. Include a WhiteKernel: it is the model's noise.
-    init : {"pca", "random"} or array-like of shape (n_samples, n_components), \
-            default="pca"
+    init : {"pca", "random"} or array-like of shape (n_samples, n_components), default="pca"
         Starting latent points. "pca": the leading principal-component scores
         of the centred data, each latent dimension scaled to unit variance
         (dimensions beyond the data's rank are random); "random": standard
@@ -137,7 +136,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Jitter added to K's diagonal, beyond ``alpha``, to factor it at the
         fitted point (0 unless K was not numerically positive definite).
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when the data have string feature names.
 
     See Also
@@ -401,8 +400,9 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         barely uses).
 
         A row equal to a training row returns that row's latent point: the
-        GPLVM objective splits as log p(Y) = log p(Y_-i | X_-i)
-        + log p(y_i | x_i, X_-i, Y_-i), so the fit has already maximised
+        GPLVM objective splits as
+        ``log p(Y) = log p(Y_-i | X_-i) + log p(y_i | x_i, X_-i, Y_-i)``,
+        so the fit has already maximised
         y_i's leave-one-out predictive density over x_i, which is the density
         a duplicate of a training row should be placed by.
 
