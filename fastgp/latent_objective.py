@@ -45,7 +45,7 @@ from ._engine import opcodes as op
 from ._engine.passes import column_blocks
 from ._engine.config import PARALLEL_LOCK
 from .covariance import FastCovariance
-from .lowering import lower_kernel
+from .lowering import fast_path_summary, lower_kernel
 from .objective import NegLogMarginalLikelihood, guarded_value, guarded_value_and_grad
 
 __all__ = [
@@ -85,9 +85,7 @@ def lower_latent_kernel(kernel, n_components):
     if program is None:
         raise ValueError(
             f"GPLVM needs a kernel on fastgp's fast path, and {kernel!r} is not: "
-            "build it from ConstantKernel, WhiteKernel, RBF, Matern (nu in 0.5, "
-            "1.5, 2.5, inf), RationalQuadratic, ExpSineSquared, DotProduct (or "
-            "fastgp.kernels' RationalQuadratic and ExpSineSquared) with +, * and **."
+            f"build it from {fast_path_summary()}."
         )
     codes = program.ops[:, op.COL_CODE]
     leaves = [int(c) for c in codes if c not in _OPERATORS]
@@ -96,7 +94,7 @@ def lower_latent_kernel(kernel, n_components):
         raise ValueError(
             f"GPLVM cannot differentiate {kernel!r} with respect to the latent "
             f"points: opcode(s) {unsupported} have no input derivative in "
-            "fastgp._engine.latent_passes. Use the kernels listed in docs/gplvm.md."
+            f"fastgp._engine.leaves. Use {fast_path_summary()}."
         )
     has_non_stationary = any(c in _latent.NON_STATIONARY_LEAVES for c in leaves)
     return program, has_non_stationary
