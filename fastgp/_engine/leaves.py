@@ -7,8 +7,8 @@ k(X1[i0 + t], X2[j]) for t < n <= TILE, and writes, from the same
 subexpressions,
 
 - always the values ``V[s, :n]`` (s: the leaf's stack slot);
-- if ``want_theta``: for each of its parameter slots s with a free
-  hyperparameter (ti = theta_of_param[s] >= 0) the row ``G[ti, :n]`` =
+- if ``want_theta``: for each of its parameter slots p with a free
+  hyperparameter (ti = theta_of_param[p] >= 0) the row ``G[ti, :n]`` =
   dk/dtheta_ti, theta = log of the natural parameter (scikit-learn's
   ``K_gradient``). The leaf *assigns* its rows (a hyperparameter shared by
   all dimensions sums its per-dimension terms first), never touches another
@@ -20,11 +20,11 @@ subexpressions,
 Arguments common to all helpers: X1 (n1, Q), X2 (n2, Q) float64
 C-contiguous; params (n_params,) natural scale; theta_of_param (n_params,)
 int64; ps the leaf's first parameter slot; V, G, D1, D2, Wk the
-interpreter's scratch (:mod:`.interpreter`), indexed by slot rather than
-sliced (a slice is a new array whose reference count Numba maintains through
-two calls into its runtime per slice, which cost more than a short tile's
-arithmetic); Wk (3, TILE) float64 work rows, overwritten. See
-docs/design.md, "Adding a kernel", for adding a leaf here.
+interpreter's scratch (:mod:`.interpreter`), indexed by stack slot s; Wk
+(3, TILE) float64 work rows, overwritten. All helpers are compiled without
+Numba's reference counting (see :mod:`.interpreter`, "Reference counting"):
+they allocate nothing. See docs/design.md, "Adding a kernel", for adding a
+leaf here.
 
 The formulas are scikit-learn's kernels (Rasmussen & Williams 2006, ch. 4:
 eq. 4.9 RBF, eq. 4.14 Matern, eq. 4.19 rational quadratic, eq. 4.31 the
@@ -41,7 +41,7 @@ _SQRT3 = math.sqrt(3.0)
 _SQRT5 = math.sqrt(5.0)
 
 
-@jit(_nrt=False)  # see the module docstring of .interpreter
+@jit(_nrt=False)
 def scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, Wk):
     """Wk[0, t] = r2 = sum_k ((X1[i0+t, k] - X2[j, k]) / l_k)^2,
     l = params[pstart:pstart+m] (m == 1: one length scale for all k)."""
