@@ -1,17 +1,20 @@
-"""Is one fused sweep over K^-1's lower triangle (hyperparameter and latent gradients together) cheaper than two sweeps (the regression pass, then the latent pass)?
+"""Is one fused sweep over K^-1's lower triangle (hyperparameter and latent gradients from one interpretation per tile) cheaper than two sweeps (the regression pass, then the latent pass)?
 
     python -m bench.bench_gplvm_fused                 # N = 1,000 and 2,000
     python -m bench.bench_gplvm_fused --n 4000 --repeats 7
 
-The GPLVM's gradient pass (fastgp._engine.latent_passes.grad_latent_lower) reads K^-1's
-lower triangle, A and X once, and per tile evaluates the kernel's
-hyperparameter derivatives (fastgp._engine.interpreter.eval_tile) and its input
-derivatives (fastgp._engine.latent_passes.eval_tile_dx). The alternative reads the triangle
-twice: fastgp._engine.passes.grad_trace_lower for theta, then the latent pass
-alone. Both give the same numbers (tests/test_gplvm_gradient.py). Timed in
-interleaved rounds (bench/_measure.interleaved_medians) beside the fill and
-dpotri on the same buffer, with the issue's data (Y standard normal (N, 12),
-Q = 2, C * RBF(2 length scales) + WhiteKernel).
+The GPLVM's gradient pass (fastgp._engine.latent_passes.grad_latent_lower)
+reads K^-1's lower triangle, A and X once, and interprets each tile of K once,
+in the mode that carries both derivative blocks
+(fastgp._engine.interpreter.eval_tile, D_THETA | D_X1): every leaf's
+subexpressions serve the hyperparameter and the input derivatives. The
+alternative (``fused=False``) reads the triangle twice and interprets every
+tile twice: fastgp._engine.passes.grad_trace_lower for theta (D_THETA), then
+the latent pass for X alone (D_X1). Both give the same numbers
+(tests/test_gplvm_gradient.py). Timed in interleaved rounds
+(bench/_measure.interleaved_medians) beside the fill on the same buffer, with
+the issue's data (Y standard normal (N, 12), Q = 2, C * RBF(2 length scales)
++ WhiteKernel).
 """
 
 import argparse

@@ -41,7 +41,7 @@ from ._engine import opcodes as op
 from ._engine import passes as jitted
 from ._engine.config import PARALLEL_LOCK
 from ._user_warnings import warn_user
-from .lowering import lower_kernel
+from .lowering import fast_path_summary, lower_kernel
 
 __all__ = ["make_covariance", "FastCovariance", "LatentCovariance",
            "KernelObjectCovariance", "SlowKernelWarning", "input_derivative_support",
@@ -76,8 +76,8 @@ def make_covariance(kernel, X, warn=True):
             f"{kernel!r} is not on fastgp's fast path; fastgp calls the kernel "
             "object itself, which costs scikit-learn's memory for the gradient: "
             "an (n_samples, n_samples, n_hyperparameters) tensor plus two "
-            "n_samples x n_samples matrices beside the workspace. See "
-            "docs/adding_a_kernel.md for the kernels on the fast path.",
+            "n_samples x n_samples matrices beside the workspace. The fast path "
+            f"covers {fast_path_summary()}; see docs/adding_a_kernel.md.",
             SlowKernelWarning,
         )
     return KernelObjectCovariance(kernel, X)

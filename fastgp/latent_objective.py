@@ -46,7 +46,7 @@ import numpy as np
 
 from .covariance import LatentCovariance, input_derivative_support
 from .linalg import cho_solve_in_place
-from .lowering import lower_kernel
+from .lowering import fast_path_summary, lower_kernel
 from .objective import NegLogMarginalLikelihood, guarded_value, guarded_value_and_grad
 
 __all__ = [
@@ -79,16 +79,14 @@ def lower_latent_kernel(kernel, n_components):
     if program is None:
         raise ValueError(
             f"GPLVM needs a kernel on fastgp's fast path, and {kernel!r} is not: "
-            "build it from ConstantKernel, WhiteKernel, RBF, Matern (nu in 0.5, "
-            "1.5, 2.5, inf), RationalQuadratic, ExpSineSquared, DotProduct (or "
-            "fastgp.kernels' RationalQuadratic and ExpSineSquared) with +, * and **."
+            f"build it from {fast_path_summary()}."
         )
     unsupported, has_non_stationary = input_derivative_support(program)
     if unsupported:
         raise ValueError(
             f"GPLVM cannot differentiate {kernel!r} with respect to the latent "
             f"points: opcode(s) {unsupported} have no input derivative in "
-            "fastgp._engine.latent_passes. Use the kernels listed in docs/gplvm.md."
+            f"fastgp._engine.leaves. Use {fast_path_summary()}."
         )
     return program, has_non_stationary
 

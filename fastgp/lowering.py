@@ -14,9 +14,12 @@ children's). A subtree's free parameters therefore occupy one contiguous range
 of ``theta``; the program stores that range per operation, which is all the
 interpreter needs to apply the sum, product and power rules to gradients.
 
-This module imports no Numba. Adding a kernel to the fast path means one
-lowering function registered in :data:`LEAF_LOWERINGS` here and its value and
-derivatives in :mod:`fastgp._engine.interpreter` (see docs/adding_a_kernel.md).
+This module imports no Numba. It holds the one registry of fast-path kernels,
+:data:`FAST_PATH_KERNELS` (kernel class -> opcodes, lowering, name), from
+which every list of supported kernels in fastgp's messages is generated.
+Adding a kernel means an opcode, one leaf helper in
+:mod:`fastgp._engine.leaves`, one :func:`register_leaf` call here, and tests
+(docs/adding_a_kernel.md; docs/design.md, "Adding a kernel").
 """
 
 from dataclasses import dataclass
@@ -27,7 +30,8 @@ from sklearn.gaussian_process import kernels as skk
 from ._engine import opcodes as op
 from . import kernels as fastgp_kernels
 
-__all__ = ["KernelProgram", "lower_kernel", "LEAF_LOWERINGS", "register_leaf"]
+__all__ = ["KernelProgram", "lower_kernel", "FastPathKernel", "FAST_PATH_KERNELS",
+           "register_leaf", "fast_path_summary"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -216,26 +220,73 @@ def _lower_ard_exp_sine_squared(kernel, n_features):
     ]
 
 
-#: Leaf kernel lowerings by exact type: ``f(kernel, n_features)`` returns
-#: ``(opcode, [(hyperparameter name, natural values), ...])`` or None when this
-#: instance cannot be lowered. Exact types only: a user's subclass may change
-#: ``__call__`` and must take the general path.
-LEAF_LOWERINGS = {
-    skk.ConstantKernel: _lower_constant,
-    skk.WhiteKernel: _lower_white,
-    skk.RBF: _lower_rbf,
-    skk.Matern: _lower_matern,
-    skk.RationalQuadratic: _lower_rational_quadratic,
-    skk.ExpSineSquared: _lower_exp_sine_squared,
-    skk.DotProduct: _lower_dot_product,
-    fastgp_kernels.RationalQuadratic: _lower_ard_rational_quadratic,
-    fastgp_kernels.ExpSineSquared: _lower_ard_exp_sine_squared,
-}
+@dataclass(frozen=True)
+class FastPathKernel:
+    """One kernel class on the fast path: the registry's entry.
+
+    Attributes
+    ----------
+    kernel_type : type
+        Matched by exact type: a user's subclass may change ``__call__`` and
+        must take the general path.
+    lower : callable
+        ``lower(kernel, n_features)`` returns ``(opcode, [(hyperparameter
+        name, natural values), ...])`` with the slots in the order the leaf
+        helper reads them, or None when this instance cannot be lowered.
+    opcodes : tuple of int
+        The opcodes ``lower`` may return (each has one helper in
+        :mod:`fastgp._engine.leaves`).
+    name : str
+        How messages and docs name the kernel, with its restrictions.
+    """
+
+    kernel_type: type
+    lower: object
+    opcodes: tuple
+    name: str
 
 
-def register_leaf(kernel_type, lowering):
-    """Put ``kernel_type`` on the fast path with ``lowering`` (see LEAF_LOWERINGS)."""
-    LEAF_LOWERINGS[kernel_type] = lowering
+#: The registry of fast-path leaf kernels, in the order messages list them.
+#: Every list of supported kernels that fastgp prints is generated from it
+#: (:func:`fast_path_summary`).
+FAST_PATH_KERNELS = {}
+
+
+def register_leaf(kernel_type, lower, opcodes, name=None):
+    """Put ``kernel_type`` on the fast path (see :class:`FastPathKernel`).
+
+    A kernel class defined outside fastgp registers itself at import time of
+    its module; its opcodes must be leaves the engine knows
+    (:data:`fastgp._engine.opcodes.LEAVES`).
+    """
+    opcodes = tuple(int(c) for c in np.atleast_1d(opcodes))
+    unknown = sorted(set(opcodes) - set(op.LEAVES))
+    if unknown:
+        raise ValueError(f"opcode(s) {unknown} are not leaves of fastgp's engine; "
+                         "see docs/adding_a_kernel.md")
+    FAST_PATH_KERNELS[kernel_type] = FastPathKernel(
+        kernel_type, lower, opcodes, name or kernel_type.__name__)
+
+
+def fast_path_summary():
+    """One sentence listing the fast path's kernels, for messages."""
+    names = ", ".join(entry.name for entry in FAST_PATH_KERNELS.values())
+    return f"{names}, combined with +, * and **"
+
+
+register_leaf(skk.ConstantKernel, _lower_constant, op.CONST)
+register_leaf(skk.WhiteKernel, _lower_white, op.WHITE)
+register_leaf(skk.RBF, _lower_rbf, op.RBF)
+register_leaf(skk.Matern, _lower_matern,
+              (op.MATERN12, op.MATERN32, op.MATERN52, op.RBF),
+              "Matern (nu in 0.5, 1.5, 2.5, inf)")
+register_leaf(skk.RationalQuadratic, _lower_rational_quadratic, op.RQ)
+register_leaf(skk.ExpSineSquared, _lower_exp_sine_squared, op.EXPSINE)
+register_leaf(skk.DotProduct, _lower_dot_product, op.DOT)
+register_leaf(fastgp_kernels.RationalQuadratic, _lower_ard_rational_quadratic,
+              op.RQ_ARD, "fastgp.kernels.RationalQuadratic")
+register_leaf(fastgp_kernels.ExpSineSquared, _lower_ard_exp_sine_squared,
+              op.EXPSINE_ARD, "fastgp.kernels.ExpSineSquared")
 
 
 class _NotLowerable(Exception):
@@ -255,8 +306,8 @@ def _walk(kernel, builder):
         _walk(kernel.kernel, builder)
         builder.push_operator(op.POW, t0, t0, exponent=float(kernel.exponent))
     else:
-        lowering = LEAF_LOWERINGS.get(kind)
-        lowered = None if lowering is None else lowering(kernel, builder.n_features)
+        entry = FAST_PATH_KERNELS.get(kind)
+        lowered = None if entry is None else entry.lower(kernel, builder.n_features)
         if lowered is None:
             raise _NotLowerable(repr(kernel))
         code, slots = lowered

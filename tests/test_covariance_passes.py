@@ -19,8 +19,8 @@ from fastgp.covariance import (
     make_covariance,
 )
 
-#: Sizes around the tile width (64) and the number of column blocks (256).
-SIZES = [1, 63, 65, 130]
+#: Sizes around the tile width (TILE = 256) and the number of column blocks (256).
+SIZES = [1, 65, 255, 257]
 
 
 def _inputs(rng, n):

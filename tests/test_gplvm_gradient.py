@@ -19,6 +19,7 @@ from sklearn.gaussian_process.kernels import (
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
+from fastgp._engine import interpreter as _interpreter
 from fastgp._engine import latent_passes as _latent
 from fastgp import kernels as fastgp_kernels
 from fastgp.covariance import latent_blocks
@@ -95,7 +96,8 @@ def _problem(rng, n_samples=17, n_components=2, n_features=3):
 
 # ------------------------------------------------------------ tile level
 def _kernel_input_derivatives(kernel, X1, X2, h=1e-6):
-    """NumPy twin of eval_tile_dx: central differences of the scikit-learn
+    """NumPy twin of eval_tile's input derivatives (mode D_X1 | D_X2):
+    central differences of the scikit-learn
     kernel object in each coordinate of X1 (first argument) and X2 (second).
     Returns D1, D2 of shape (n1, n2, Q)."""
     n1, Q = X1.shape
@@ -110,19 +112,21 @@ def _kernel_input_derivatives(kernel, X1, X2, h=1e-6):
 
 
 @pytest.mark.parametrize("kernel", _kernel_params(TILE_KERNELS))
-def test_eval_tile_dx_matches_kernel_and_central_differences(kernel, rng):
-    X1 = rng.uniform(-1.5, 1.5, size=(70, 2))  # more than one tile
+def test_eval_tile_input_derivatives_match_kernel_and_central_differences(kernel, rng):
+    tile = _interpreter.TILE
+    X1 = rng.uniform(-1.5, 1.5, size=(tile + 6, 2))  # more than one tile
     X2 = rng.uniform(-1.5, 1.5, size=(3, 2))
     program, _ = lower_latent_kernel(kernel, 2)
     params = program.params(kernel.theta)
-    V, D1, D2, R, W = _latent.allocate_dx_scratch(program.stack_depth, 2)
+    V, G, D1, D2, Wk = _interpreter.allocate_scratch(program.stack_depth, 0, 2)
+    mode = _interpreter.D_X1 | _interpreter.D_X2
     K = kernel(X1, X2)
     D1_ref, D2_ref = _kernel_input_derivatives(kernel, X1, X2)
     for j in range(X2.shape[0]):
-        for i0 in (0, 64):
-            n = min(64, X1.shape[0] - i0)
-            _latent.eval_tile_dx(X1, i0, n, X2, j, -1, program.ops, program.op_float,
-                                 params, True, V, D1, D2, R, W)
+        for i0 in (0, tile):
+            n = min(tile, X1.shape[0] - i0)
+            _interpreter.eval_tile(X1, i0, n, X2, j, -1, program.ops, program.op_float,
+                                   params, program.theta_of_param, mode, V, G, D1, D2, Wk)
             np.testing.assert_allclose(V[0, :n], K[i0:i0 + n, j], rtol=1e-12, atol=1e-14)
             np.testing.assert_allclose(D1[0, :, :n].T, D1_ref[i0:i0 + n, j], rtol=1e-6,
                                        atol=1e-8)
@@ -130,13 +134,14 @@ def test_eval_tile_dx_matches_kernel_and_central_differences(kernel, rng):
                                        atol=1e-8)
 
 
-def test_eval_tile_dx_white_noise_only_on_the_diagonal():
+def test_eval_tile_input_mode_white_noise_only_on_the_diagonal():
     kernel = WhiteKernel(0.3) + RBF(1.0)
     X = np.array([[0.0, 0.0], [0.5, 0.1], [0.0, 0.0]])
     program, _ = lower_latent_kernel(kernel, 2)
-    V, D1, D2, R, W = _latent.allocate_dx_scratch(program.stack_depth, 2)
-    _latent.eval_tile_dx(X, 0, 3, X, 0, 0, program.ops, program.op_float,
-                         program.params(kernel.theta), True, V, D1, D2, R, W)
+    V, G, D1, D2, Wk = _interpreter.allocate_scratch(program.stack_depth, 0, 2)
+    _interpreter.eval_tile(X, 0, 3, X, 0, 0, program.ops, program.op_float,
+                           program.params(kernel.theta), program.theta_of_param,
+                           _interpreter.D_X1 | _interpreter.D_X2, V, G, D1, D2, Wk)
     # entry (0, 0) is the diagonal; entry (2, 0) is a different sample at the same point
     np.testing.assert_allclose(V[0, :3], [1.3, np.exp(-0.5 * 0.26), 1.0])
 

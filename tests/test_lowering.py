@@ -129,3 +129,54 @@ def test_lowering_records_one_length_scale_per_dimension(name):
     program = lower_kernel(kernel, N_FEATURES)
     leaves = program.ops[program.ops[:, op.COL_CODE] < op.SUM]
     assert N_FEATURES in leaves[:, op.COL_M]
+
+
+# ------------------------------------------------------------ the registry
+def test_registry_covers_every_leaf_opcode_and_lowers_to_its_own():
+    from fastgp.lowering import FAST_PATH_KERNELS
+
+    registered = set()
+    for kernel_type, entry in FAST_PATH_KERNELS.items():
+        assert entry.kernel_type is kernel_type
+        registered.update(entry.opcodes)
+    assert registered == set(op.LEAVES)
+    for kernel in KERNELS.values():
+        program = lower_kernel(kernel, N_FEATURES)
+        leaves = [c for c in program.ops[:, op.COL_CODE] if c not in op.OPERATORS]
+        assert set(leaves) <= set(op.LEAVES)
+
+
+def test_registry_names_every_kernel_in_messages_and_docs():
+    from pathlib import Path
+
+    from fastgp.lowering import FAST_PATH_KERNELS, fast_path_summary
+
+    summary = fast_path_summary()
+    doc = (Path(__file__).parents[1] / "docs" / "adding_a_kernel.md").read_text()
+    for entry in FAST_PATH_KERNELS.values():
+        assert entry.name in summary
+        assert f"`{entry.kernel_type.__name__}" in doc
+
+
+def test_register_leaf_refuses_an_opcode_the_engine_does_not_know():
+    from fastgp.lowering import register_leaf
+
+    class MyKernel(RBF):
+        pass
+
+    with pytest.raises(ValueError, match="not leaves of fastgp's engine"):
+        register_leaf(MyKernel, lambda kernel, n_features: None, 99)
+
+
+def test_messages_list_the_registry(rng):
+    from fastgp.covariance import SlowKernelWarning, make_covariance
+    from fastgp.latent_objective import lower_latent_kernel
+    from fastgp.lowering import fast_path_summary
+
+    kernel = PairwiseKernel()
+    with pytest.warns(SlowKernelWarning) as record:
+        make_covariance(kernel, rng.standard_normal((4, 2)))
+    assert fast_path_summary() in str(record[0].message)
+    with pytest.raises(ValueError) as error:
+        lower_latent_kernel(kernel, 2)
+    assert fast_path_summary() in str(error.value)

@@ -5,10 +5,13 @@ disk-cache stamp, and nothing else (docs/design.md, "The engine's layers").
   cache stamp and the lock around parallel regions.
 - :mod:`.opcodes`: the operation codes of a lowered kernel program.
 - :mod:`.vector_math`: vectorisable transcendental functions.
-- :mod:`.interpreter`: the kernel-program interpreter, one tile at a time.
+- :mod:`.leaves`: each leaf kernel's value and derivatives, one helper each.
+- :mod:`.interpreter`: the kernel-program interpreter, one tile at a time, in
+  modes (values; theta-, input derivatives; any union).
 - :mod:`.passes`: parallel passes over the covariance (fill, gradient trace,
   cross-covariance).
-- :mod:`.latent_passes`: the GPLVM's passes (input derivatives).
+- :mod:`.latent_passes`: the GPLVM's passes (fused theta and input
+  derivatives, one interpretation per tile).
 - :mod:`.threads`: the Numba and BLAS thread settings of one fit.
 
 Nothing outside this package imports numba. Importing it compiles nothing.

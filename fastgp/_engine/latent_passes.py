@@ -1,9 +1,10 @@
-"""Input derivatives of a lowered kernel program, and the GPLVM's fused
-gradient pass over the lower triangle.
+"""The GPLVM's passes: the fused gradient pass over the lower triangle, and the
+input derivatives that placing new points needs.
 
 The GP latent variable model (Lawrence 2005) optimises the inputs X (N x Q) of
 the covariance as well as its hyperparameters. For the negative log marginal
-likelihood L with W = D K^-1 - A A^T, A = K^-1 Y (DESIGN.md),
+likelihood L with W = D K^-1 - A A^T, A = K^-1 Y (docs/design.md, "The
+engine"),
 
     dL/dK_ij = W_ij / 2,     dL/dx_n = 1/2 sum_ij W_ij dK_ij/dx_n,
 
@@ -15,242 +16,34 @@ itself and its mirror, so it contributes
 
 and a diagonal entry (n, n) contributes W_nn / 2 (d1 + d2) k(x_n, x_n), zero
 for stationary kernels. For a stationary kernel d2 = -d1; the dot product is
-not stationary, so both argument derivatives are carried where it occurs.
+not stationary, so both argument derivatives are carried where it occurs
+(mode bit D_X2, ``want_d2`` below).
 
-:func:`eval_tile_dx` mirrors :func:`fastgp._tiles.eval_tile` (same program
-arrays, same tiles of up to ``TILE`` entries k(X1[i0 + t], X2[j])) but
-returns, besides the value, the derivatives with respect to both arguments,
-one (Q, TILE) row block per stack slot, combined by the sum, product and
-power rules. Scratch arrays (caller-owned, one set per thread):
-
-- ``V``  (stack_depth, TILE) float64: values; the result is ``V[0]``.
-- ``D1`` (stack_depth, Q, TILE) float64: ``D1[s, k, t]`` = d value / d X1[i0+t, k].
-- ``D2`` (stack_depth, Q, TILE) float64: d value / d X2[j, k]; written only if
-  ``want_d2`` (a program without DOT has D2 = -D1, so callers use -D1).
-- ``R``, ``W`` (TILE,) float64: per-entry work rows.
-
-Leaf formulas: stationary leaves depend on r2 = sum_k ((x_k - x'_k) / l_k)^2
-only, and dk/dx_k = 2 dk/d(r2) (x_k - x'_k) / l_k^2 = -radial (x_k - x'_k) / l_k^2
-with radial = -2 dk/d(r2), the same per-entry factor that
-:func:`fastgp._tiles._stationary_grad` multiplies length-scale gradients by
-(Rasmussen & Williams 2006, eq. 4.9, 4.14, 4.19; eq. 4.31 for the periodic
-kernel, whose value is a function of the distance, not of r2).
+Every kernel evaluation here is the one interpreter
+(:func:`.interpreter.eval_tile`): :func:`grad_latent_lower` asks it for
+values, theta-derivatives and input derivatives of a tile at once
+(``D_THETA | D_X1``), so each tile of K is interpreted once per gradient;
+:func:`grad_cross_weighted` and :func:`diag_with_dx` ask for input
+derivatives only. Scratch arrays are the interpreter's
+(:func:`.interpreter.allocate_scratch`, Q = X.shape[1]), one set per
+``prange`` iteration, plus the per-block accumulators documented below.
 """
-
-import math
 
 import numpy as np
 
 from . import opcodes as op
 from .config import jit, parallel_jit, prange
-from .interpreter import (STATIONARY_R2_LEAVES, TILE, scaled_sqdist, allocate_scratch,
-                     eval_tile, stationary_profile)
+from .interpreter import D_THETA, D_X1, D_X2, TILE, allocate_scratch, eval_tile
 
-#: Leaf opcodes whose input derivatives :func:`eval_tile_dx` knows.
-SUPPORTED_LEAVES = STATIONARY_R2_LEAVES + (op.CONST, op.WHITE, op.RQ, op.EXPSINE,
-                                           op.DOT, op.RQ_ARD, op.EXPSINE_ARD)
+#: Leaf opcodes with input derivatives: all of them (.leaves).
+SUPPORTED_LEAVES = op.LEAVES
 #: Leaf opcodes with k(x, x') != k(x - x'), for which d/dx' != -d/dx.
-NON_STATIONARY_LEAVES = (op.DOT,)
+NON_STATIONARY_LEAVES = op.NON_STATIONARY_LEAVES
 
 
 #: Columns of the latent pass that share each row tile's reads of A (A A^T is
 #: formed panel by panel, so A is read N / PANEL times instead of N times).
 PANEL = 16
-
-
-@jit
-def _stationary_dx(X1, i0, n, X2, j, params, pstart, m, radial, want_d2, D1s, D2s):
-    """D1s[k, t] = -radial[t] (X1[i0+t, k] - X2[j, k]) / l_k^2, D2s = -D1s.
-
-    D1s, D2s (Q, TILE) float64 views of one stack slot; D2s written only if
-    ``want_d2``. radial (TILE,) = -2 dk/d(r2)."""
-    d = X1.shape[1]
-    for k in range(d):
-        lk = params[pstart] if m == 1 else params[pstart + k]
-        c = 1.0 / (lk * lk)
-        for t in range(n):
-            D1s[k, t] = -radial[t] * (X1[i0 + t, k] - X2[j, k]) * c
-        if want_d2:
-            for t in range(n):
-                D2s[k, t] = -D1s[k, t]
-
-
-@jit
-def _zero_dx(n, want_d2, D1s, D2s):
-    for k in range(D1s.shape[0]):
-        for t in range(n):
-            D1s[k, t] = 0.0
-        if want_d2:
-            for t in range(n):
-                D2s[k, t] = 0.0
-
-
-@jit
-def eval_tile_dx(X1, i0, n, X2, j, diag_t, ops, op_float, params, want_d2,
-                 V, D1, D2, R, W):
-    """Values and input derivatives of the program for entries
-    k(X1[i0 + t], X2[j]), t < n <= TILE.
-
-    X1 (n1, Q), X2 (n2, Q) float64 C-contiguous.  diag_t: the t at which the
-    entry lies on the training diagonal (WhiteKernel is nonzero only there), or
-    -1.  ops/op_float/params: see fastgp.lowering.KernelProgram (natural-scale
-    params).  want_d2: also carry derivatives with respect to X2[j] (needed
-    only when the program has a non-stationary leaf).  V, D1, D2, R, W:
-    caller-owned scratch, see the module docstring; all overwritten.
-    Result: V[0, :n], D1[0, :, :n] and, if want_d2, D2[0, :, :n].
-    """
-    d = X1.shape[1]
-    sp = 0
-    for o in range(ops.shape[0]):
-        code = ops[o, op.COL_CODE]
-        ps = ops[o, op.COL_PSTART]
-        m = ops[o, op.COL_M]
-        if code == op.CONST:
-            c = params[ps]
-            for t in range(n):
-                V[sp, t] = c
-            _zero_dx(n, want_d2, D1[sp], D2[sp])
-            sp += 1
-        elif code == op.WHITE:
-            # depends on the sample's index, not on its position
-            for t in range(n):
-                V[sp, t] = 0.0
-            if diag_t >= 0:
-                V[sp, diag_t] = params[ps]
-            _zero_dx(n, want_d2, D1[sp], D2[sp])
-            sp += 1
-        elif code in STATIONARY_R2_LEAVES:
-            scaled_sqdist(X1, i0, n, X2, j, params, ps, m, R)
-            stationary_profile(code, R, n, V[sp], W)
-            _stationary_dx(X1, i0, n, X2, j, params, ps, m, W, want_d2,
-                           D1[sp], D2[sp])
-            sp += 1
-        elif code == op.RQ or code == op.RQ_ARD:
-            # k = b^-alpha, b = 1 + r2 / (2 alpha); radial = k / b
-            # (RQ: one length scale; RQ_ARD: m of them)
-            alpha = params[ps]
-            mm = 1 if code == op.RQ else m
-            scaled_sqdist(X1, i0, n, X2, j, params, ps + 1, mm, R)
-            for t in range(n):
-                b = 1.0 + R[t] / (2.0 * alpha)
-                V[sp, t] = b ** (-alpha)
-                W[t] = V[sp, t] / b
-            _stationary_dx(X1, i0, n, X2, j, params, ps + 1, mm, W, want_d2,
-                           D1[sp], D2[sp])
-            sp += 1
-        elif code == op.EXPSINE:
-            # k = exp(-2 sin^2(a) / l^2), a = pi r / p, r = |x - x'|:
-            # dk/dx_k = -(2 pi / (p l^2)) k sin(2a) / r (x_k - x'_k), and
-            # sin(2a) / r -> 2 pi / p as r -> 0.
-            inv_l2 = 1.0 / (params[ps] * params[ps])
-            p = params[ps + 1]
-            for t in range(n):
-                s = 0.0
-                for k in range(d):
-                    diff = X1[i0 + t, k] - X2[j, k]
-                    s += diff * diff
-                r = math.sqrt(s)
-                a = math.pi * r / p
-                sn = math.sin(a)
-                V[sp, t] = math.exp(-2.0 * inv_l2 * sn * sn)
-                ratio = math.sin(2.0 * a) / r if r > 0.0 else 2.0 * math.pi / p
-                W[t] = (2.0 * math.pi / p) * inv_l2 * V[sp, t] * ratio
-            for k in range(d):
-                for t in range(n):
-                    D1[sp, k, t] = -W[t] * (X1[i0 + t, k] - X2[j, k])
-                if want_d2:
-                    for t in range(n):
-                        D2[sp, k, t] = -D1[sp, k, t]
-            sp += 1
-        elif code == op.EXPSINE_ARD:
-            # k = exp(-2 S), S = sum_k sin^2(a_k) / l_k^2, a_k = pi (x_k - x'_k) / p_k:
-            # dk/dx_k = -2 pi k sin(2 a_k) / (p_k l_k^2)
-            m2 = ops[o, op.COL_M2]
-            pp = ps + m
-            for t in range(n):
-                s = 0.0
-                for k in range(d):
-                    lk = params[ps + k] if m > 1 else params[ps]
-                    pk = params[pp + k] if m2 > 1 else params[pp]
-                    sn = math.sin(math.pi * (X1[i0 + t, k] - X2[j, k]) / pk)
-                    s += sn * sn / (lk * lk)
-                V[sp, t] = math.exp(-2.0 * s)
-            for k in range(d):
-                lk = params[ps + k] if m > 1 else params[ps]
-                pk = params[pp + k] if m2 > 1 else params[pp]
-                c = -2.0 * math.pi / (pk * lk * lk)
-                for t in range(n):
-                    a = math.pi * (X1[i0 + t, k] - X2[j, k]) / pk
-                    D1[sp, k, t] = c * V[sp, t] * math.sin(2.0 * a)
-                if want_d2:
-                    for t in range(n):
-                        D2[sp, k, t] = -D1[sp, k, t]
-            sp += 1
-        elif code == op.DOT:
-            # k = sigma_0^2 + x . x': dk/dx = x', dk/dx' = x
-            s0 = params[ps] * params[ps]
-            for t in range(n):
-                s = 0.0
-                for k in range(d):
-                    s += X1[i0 + t, k] * X2[j, k]
-                V[sp, t] = s + s0
-            for k in range(d):
-                for t in range(n):
-                    D1[sp, k, t] = X2[j, k]
-                if want_d2:
-                    for t in range(n):
-                        D2[sp, k, t] = X1[i0 + t, k]
-            sp += 1
-        elif code == op.SUM:
-            sp -= 1
-            a = sp - 1
-            for t in range(n):
-                V[a, t] += V[sp, t]
-            for k in range(d):
-                for t in range(n):
-                    D1[a, k, t] += D1[sp, k, t]
-                if want_d2:
-                    for t in range(n):
-                        D2[a, k, t] += D2[sp, k, t]
-        elif code == op.PRODUCT:
-            # (ab)' = a'b + ab'
-            sp -= 1
-            a = sp - 1
-            for k in range(d):
-                for t in range(n):
-                    D1[a, k, t] = D1[a, k, t] * V[sp, t] + V[a, t] * D1[sp, k, t]
-                if want_d2:
-                    for t in range(n):
-                        D2[a, k, t] = D2[a, k, t] * V[sp, t] + V[a, t] * D2[sp, k, t]
-            for t in range(n):
-                V[a, t] *= V[sp, t]
-        elif code == op.POW:
-            # (k^e)' = e k^(e-1) k'
-            e = op_float[o]
-            a = sp - 1
-            for t in range(n):
-                W[t] = e * V[a, t] ** (e - 1.0)
-            for k in range(d):
-                for t in range(n):
-                    D1[a, k, t] *= W[t]
-                if want_d2:
-                    for t in range(n):
-                        D2[a, k, t] *= W[t]
-            for t in range(n):
-                V[a, t] = V[a, t] ** e
-    return sp
-
-
-@jit
-def allocate_dx_scratch(stack_depth, n_dims):
-    """Scratch arrays (V, D1, D2, R, W) for one thread; see the module docstring."""
-    depth = max(stack_depth, 1)
-    V = np.empty((depth, TILE))
-    D1 = np.empty((depth, n_dims, TILE))
-    D2 = np.empty((depth, n_dims, TILE))
-    R = np.empty(TILE)
-    W = np.empty(TILE)
-    return V, D1, D2, R, W
 
 
 @parallel_jit
@@ -270,7 +63,8 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     so that dL/dtheta = 0.5 sum_b theta_partial_out[b] (Rasmussen & Williams
     2006, eq. 5.9) and dL/dX = 0.5 sum_b x_partial_out[b]. W, dK/dtheta and
     dK/dX are never stored: each tile's kernel derivatives are recomputed from
-    X (eval_tile for theta, eval_tile_dx for X) and reduced at once. Columns
+    X by one interpretation (eval_tile, mode D_THETA | D_X1 [| D_X2]) and
+    reduced at once. Columns
     are taken PANEL at a time so that A A^T's entries for a tile of rows are
     formed with one read of those rows of A (per-thread scratch PANEL x TILE).
 
@@ -291,9 +85,9 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     """
     n, d = X.shape
     T = A_T.shape[0]
+    mode = np.int64(D_X1 | (D_X2 if want_d2 else 0) | (D_THETA if want_theta else 0))
     for b in prange(bounds.size - 1):
-        V, G, R, W = allocate_scratch(stack_depth, n_theta)
-        Vx, D1, D2, Rx, Wx = allocate_dx_scratch(stack_depth, d)
+        V, G, D1, D2, Wk = allocate_scratch(stack_depth, n_theta, d)
         acc = np.zeros(n_theta)
         w = np.empty(TILE)
         AA = np.empty((PANEL, TILE))
@@ -339,16 +133,14 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
                         w[t] = 2.0 * (T * Kinv[i0 + t, j] - AA[jj, t])
                     if diag_t >= 0:
                         w[diag_t] *= 0.5
-                    if want_theta and n_theta > 0:
-                        eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
-                                  theta_of_param, True, V, G, R, W)
+                    eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
+                              theta_of_param, mode, V, G, D1, D2, Wk)
+                    if want_theta:
                         for p in range(n_theta):
                             s = 0.0
                             for t in range(first, m):
                                 s += w[t] * G[p, t]
                             acc[p] += s
-                    eval_tile_dx(X, i0, m, X, j, diag_t, ops, op_float, params,
-                                 want_d2, Vx, D1, D2, Rx, Wx)
                     for k in range(d):
                         s = 0.0
                         if want_d2:
@@ -380,14 +172,18 @@ def grad_cross_weighted(X_train, X_query, ops, op_float, params, stack_depth,
     grad_out (m, Q) float64, overwritten; row c by iteration c, so no races.
     """
     n, d = X_train.shape
+    mode = np.int64(D_X1 | D_X2 if want_d2 else D_X1)  # typed: see .interpreter
+    no_diagonal = np.int64(-1)
+    theta_of_param = np.full(params.size, -1, dtype=np.int64)  # no theta rows
     for c in prange(X_query.shape[0]):
-        V, D1, D2, R, W = allocate_dx_scratch(stack_depth, d)
+        j = np.int64(c)  # prange's index is unsigned: keep one eval_tile type
+        V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, d)
         for k in range(d):
             grad_out[c, k] = 0.0
         for i0 in range(0, n, TILE):
             m = min(TILE, n - i0)
-            eval_tile_dx(X_train, i0, m, X_query, c, -1, ops, op_float, params,
-                         want_d2, V, D1, D2, R, W)
+            eval_tile(X_train, i0, m, X_query, j, no_diagonal, ops, op_float,
+                      params, theta_of_param, mode, V, G, D1, D2, Wk)
             for k in range(d):
                 s = 0.0
                 if want_d2:
@@ -410,10 +206,13 @@ def diag_with_dx(X_query, ops, op_float, params, stack_depth, want_d2,
     float64, overwritten.
     """
     m, d = X_query.shape
-    V, D1, D2, R, W = allocate_dx_scratch(stack_depth, d)
+    mode = np.int64(D_X1 | D_X2 if want_d2 else D_X1)  # typed: see .interpreter
+    one, diagonal = np.int64(1), np.int64(0)
+    theta_of_param = np.full(params.size, -1, dtype=np.int64)  # no theta rows
+    V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, d)
     for c in range(m):
-        eval_tile_dx(X_query, c, 1, X_query, c, 0, ops, op_float, params,
-                     want_d2, V, D1, D2, R, W)
+        eval_tile(X_query, c, one, X_query, c, diagonal, ops, op_float, params,
+                  theta_of_param, mode, V, G, D1, D2, Wk)
         kdiag_out[c] = V[0, 0]
         for k in range(d):
             dkdiag_out[c, k] = D1[0, k, 0] + D2[0, k, 0] if want_d2 else 0.0

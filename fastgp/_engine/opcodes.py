@@ -1,7 +1,8 @@
 """Operation codes of a lowered kernel program, shared by the lowering (Python)
 and the interpreter (Numba). Plain integers, so Numba freezes them at compile
 time. Leaves push one value on the stack; operators pop two (or one) and push
-one. See :mod:`fastgp.lowering` for the program layout.
+one. See :mod:`fastgp.lowering` for the program layout and the registry that
+maps kernel classes to these codes, :mod:`.leaves` for each leaf's formulas.
 """
 
 # leaves
@@ -17,10 +18,19 @@ DOT = 8  # params: [sigma_0]
 RQ_ARD = 9  # params: [alpha, l_1 .. l_m], m in {1, d}   (fastgp.kernels)
 EXPSINE_ARD = 10  # params: [l_1 .. l_m, p_1 .. p_m2], m, m2 in {1, d}  (fastgp.kernels)
 
+#: Every leaf opcode; each has values, theta- and input derivatives in .leaves.
+LEAVES = (CONST, WHITE, RBF, MATERN12, MATERN32, MATERN52, RQ, EXPSINE, DOT,
+          RQ_ARD, EXPSINE_ARD)
+#: Leaves whose value is a function of the scaled squared distance r2 alone.
+STATIONARY_R2_LEAVES = (RBF, MATERN12, MATERN32, MATERN52)
+#: Leaves with k(x, x') != k(x - x'), for which d/dx' != -d/dx.
+NON_STATIONARY_LEAVES = (DOT,)
+
 # operators
 SUM = 20
 PRODUCT = 21
 POW = 22  # exponent stored in the program's float column
+OPERATORS = (SUM, PRODUCT, POW)
 
 # columns of KernelProgram.ops
 COL_CODE = 0

@@ -1,6 +1,8 @@
 """Parallel Numba passes over the covariance matrix: the fill and the fused
-gradient reduction of DESIGN.md (steps 1 and 5), and the cross-covariance used
-by prediction.
+gradient reduction (docs/design.md, "The engine": steps 1 and 5 of the one
+N x N buffer), and the cross-covariance used by prediction. Each runs the one
+interpreter (:func:`.interpreter.eval_tile`) in the mode it needs: values for
+the fills, values and theta-derivatives for the gradient.
 
 Load balance and determinism. The lower triangle's column j holds n - j
 entries, so a plain ``prange`` over columns gives the first thread most of the
@@ -15,7 +17,7 @@ bits whatever the number of threads.
 import numpy as np
 
 from .config import parallel_jit, prange
-from .interpreter import TILE, allocate_scratch, eval_tile
+from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_tile
 
 #: Blocks per triangle; fixed so that results do not depend on thread count.
 MAX_BLOCKS = 256
@@ -47,14 +49,15 @@ def fill_cov_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     Each prange iteration owns the columns of one block: no write races.
     """
     n = X.shape[0]
+    values = np.int64(VALUES)  # a typed, not literal, mode: see .interpreter
     for b in prange(bounds.size - 1):
-        V, G, R, W = allocate_scratch(stack_depth, 0)
+        V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
         for j in range(bounds[b], bounds[b + 1]):
             for i0 in range(j, n, TILE):
                 m = min(TILE, n - i0)
                 diag_t = 0 if i0 == j else -1
                 eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
-                          theta_of_param, False, V, G, R, W)
+                          theta_of_param, values, V, G, D1, D2, Wk)
                 for t in range(m):
                     K_out[i0 + t, j] = V[0, t]
             K_out[j, j] += diag_add[j]
@@ -76,8 +79,9 @@ def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     """
     n = X.shape[0]
     T = A.shape[1]
+    mode = np.int64(D_THETA)  # a typed, not literal, mode: see .interpreter
     for b in prange(bounds.size - 1):
-        V, G, R, W = allocate_scratch(stack_depth, n_theta)
+        V, G, D1, D2, Wk = allocate_scratch(stack_depth, n_theta, 0)
         acc = np.zeros(n_theta)
         w = np.empty(TILE)
         for j in range(bounds[b], bounds[b + 1]):
@@ -85,7 +89,7 @@ def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
                 m = min(TILE, n - i0)
                 diag_t = 0 if i0 == j else -1
                 eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
-                          theta_of_param, True, V, G, R, W)
+                          theta_of_param, mode, V, G, D1, D2, Wk)
                 for t in range(m):
                     i = i0 + t
                     s = 0.0
@@ -113,11 +117,14 @@ def fill_cross_cov(X_train, X_query, ops, op_float, params, theta_of_param,
     K_out   (n, m) float64 F-contiguous, overwritten; column c by iteration c.
     """
     n = X_train.shape[0]
+    values = np.int64(VALUES)  # typed, not literal: see .interpreter
+    no_diagonal = np.int64(-1)
     for c in prange(X_query.shape[0]):
-        V, G, R, W = allocate_scratch(stack_depth, 0)
+        j = np.int64(c)  # prange's index is unsigned: keep one eval_tile type
+        V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
         for i0 in range(0, n, TILE):
             m = min(TILE, n - i0)
-            eval_tile(X_train, i0, m, X_query, c, -1, ops, op_float, params,
-                      theta_of_param, False, V, G, R, W)
+            eval_tile(X_train, i0, m, X_query, j, no_diagonal, ops, op_float,
+                      params, theta_of_param, values, V, G, D1, D2, Wk)
             for t in range(m):
                 K_out[i0 + t, c] = V[0, t]

@@ -31,7 +31,7 @@ _C = tuple(1.0 / math.factorial(k) for k in range(14))
 (_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9, _C10, _C11, _C12, _C13) = _C
 
 
-@jit
+@jit(_nrt=False)  # allocates nothing (see .interpreter, "Reference counting")
 def exp_inplace(x, n, scratch):
     """x[t] = exp(x[t]) for t < n.
 

@@ -1,0 +1,385 @@
+"""The leaves of a kernel program: each leaf kernel's value and derivatives,
+written once, in one helper per leaf.
+
+:func:`eval_leaf` is the one door the interpreter (:mod:`.interpreter`) calls
+for a leaf opcode. Every helper evaluates its kernel for one tile, the entries
+k(X1[i0 + t], X2[j]) for t < n <= TILE, and writes, from the same
+subexpressions,
+
+- always the values ``V[s, :n]`` (s: the leaf's stack slot);
+- if ``want_theta``: for each of its parameter slots p with a free
+  hyperparameter (ti = theta_of_param[p] >= 0) the row ``G[ti, :n]`` =
+  dk/dtheta_ti, theta = log of the natural parameter (scikit-learn's
+  ``K_gradient``). The leaf *assigns* its rows (a hyperparameter shared by
+  all dimensions sums its per-dimension terms first), never touches another
+  leaf's, and never touches the rows of fixed parameters;
+- if ``want_x1``: ``D1[s, k, :n]`` = dk/dX1[i0 + t, k] for k < Q;
+- if ``want_x2`` (only asked together with ``want_x1``): ``D2[s, k, :n]`` =
+  dk/dX2[j, k]; for a stationary leaf, k(x, x') = k(x - x'), that is -D1[s].
+
+Arguments common to all helpers: X1 (n1, Q), X2 (n2, Q) float64
+C-contiguous; params (n_params,) natural scale; theta_of_param (n_params,)
+int64; ps the leaf's first parameter slot; V, G, D1, D2, Wk the
+interpreter's scratch (:mod:`.interpreter`), indexed by stack slot s; Wk
+(3, TILE) float64 work rows, overwritten. All helpers are compiled without
+Numba's reference counting (see :mod:`.interpreter`, "Reference counting"):
+they allocate nothing. See docs/design.md, "Adding a kernel", for adding a
+leaf here.
+
+The formulas are scikit-learn's kernels (Rasmussen & Williams 2006, ch. 4:
+eq. 4.9 RBF, eq. 4.14 Matern, eq. 4.19 rational quadratic, eq. 4.31 the
+periodic kernel, sec. 4.2.2 the dot product).
+"""
+
+import math
+
+from . import opcodes as op
+from .config import jit
+from .vector_math import exp_inplace
+
+_SQRT3 = math.sqrt(3.0)
+_SQRT5 = math.sqrt(5.0)
+
+
+@jit(_nrt=False)
+def scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, Wk):
+    """Wk[0, t] = r2 = sum_k ((X1[i0+t, k] - X2[j, k]) / l_k)^2,
+    l = params[pstart:pstart+m] (m == 1: one length scale for all k)."""
+    d = X1.shape[1]
+    for t in range(n):
+        Wk[0, t] = 0.0
+    for k in range(d):  # dimension-outer: the inner loop over t vectorises
+        inv = 1.0 / (params[pstart] if m == 1 else params[pstart + k])
+        x2 = X2[j, k]
+        for t in range(n):
+            diff = (X1[i0 + t, k] - x2) * inv
+            Wk[0, t] += diff * diff
+
+
+@jit(_nrt=False)
+def stationary_profile(code, n, V, s, Wk):
+    """Value and radial factor of a leaf in op.STATIONARY_R2_LEAVES, from
+    Wk[0, t] = r2 (see scaled_sqdist): V[s, t] = k(r2) and
+    Wk[1, t] = W = -2 dk/d(r2) (Rasmussen & Williams 2006, eq. 4.9 and 4.14):
+
+        RBF        k = e^(-r2/2)                        W = k
+        Matern 1/2 k = e^-r                             W = e^-r / r  (0 at r = 0)
+        Matern 3/2 k = (1 + a) e^-a,      a = sqrt(3) r   W = 3 e^-a
+        Matern 5/2 k = (1 + a + a^2/3) e^-a, a = sqrt(5) r  W = 5/3 (1 + a) e^-a
+
+    (At r = 0 Matern 1/2's one-sided derivatives cancel; scikit-learn's
+    gradient uses 0 there too.) Overwrites V[s, :n] and Wk[1:3, :n].
+    """
+    if code == op.RBF:
+        for t in range(n):
+            V[s, t] = -0.5 * Wk[0, t]
+        exp_inplace(V[s], n, Wk[2])
+        for t in range(n):
+            Wk[1, t] = V[s, t]
+        return
+    scale = 1.0 if code == op.MATERN12 else (_SQRT3 if code == op.MATERN32 else _SQRT5)
+    for t in range(n):
+        V[s, t] = -scale * math.sqrt(Wk[0, t])
+    exp_inplace(V[s], n, Wk[2])
+    if code == op.MATERN12:
+        for t in range(n):
+            r = math.sqrt(Wk[0, t])
+            Wk[1, t] = V[s, t] / r if r > 0.0 else 0.0
+    elif code == op.MATERN32:
+        for t in range(n):
+            e = V[s, t]
+            Wk[1, t] = 3.0 * e
+            V[s, t] = (1.0 + _SQRT3 * math.sqrt(Wk[0, t])) * e
+    else:
+        for t in range(n):
+            a = _SQRT5 * math.sqrt(Wk[0, t])
+            e = V[s, t]
+            Wk[1, t] = (5.0 / 3.0) * (1.0 + a) * e
+            V[s, t] = (1.0 + a + a * a / 3.0) * e
+
+
+@jit(_nrt=False)
+def _mirror(n, d, s, D1, D2):
+    """D2[s] = -D1[s]: the second argument's derivative of a stationary leaf."""
+    for k in range(d):
+        for t in range(n):
+            D2[s, k, t] = -D1[s, k, t]
+
+
+@jit(_nrt=False)
+def _zero_dx(n, d, s, want_x2, D1, D2):
+    """A leaf that does not depend on the inputs' positions."""
+    for k in range(d):
+        for t in range(n):
+            D1[s, k, t] = 0.0
+    if want_x2:
+        _mirror(n, d, s, D1, D2)
+
+
+@jit(_nrt=False)
+def _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
+                        want_theta, want_x1, want_x2, s, G, D1, D2, Wk):
+    """Length-scale and input derivatives of a leaf whose value depends on
+    r2 = Wk[0, t] alone, from its radial factor Wk[1, t] = W = -2 dk/d(r2).
+    With u_k = (x_k - x'_k) / l_k (l = params[ls : ls+m]):
+
+        dk/dlog l_k = W u_k^2   (m == 1: dk/dlog l = W r2)
+        dk/dx_k     = -W u_k / l_k,    dk/dx'_k = -dk/dx_k
+
+    both from the same u_k."""
+    d = X1.shape[1]
+    if want_theta and m == 1:
+        ti = theta_of_param[ls]
+        if ti >= 0:
+            for t in range(n):
+                G[ti, t] = Wk[1, t] * Wk[0, t]
+    if not want_x1 and not (want_theta and m > 1):
+        return
+    for k in range(d):
+        inv = 1.0 / (params[ls] if m == 1 else params[ls + k])
+        x2 = X2[j, k]
+        tk = theta_of_param[ls + k] if (want_theta and m > 1) else -1
+        if tk >= 0 and want_x1:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                wu = Wk[1, t] * u
+                G[tk, t] = wu * u
+                D1[s, k, t] = -wu * inv
+        elif tk >= 0:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                G[tk, t] = Wk[1, t] * u * u
+        elif want_x1:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                D1[s, k, t] = -(Wk[1, t] * u) * inv
+    if want_x2:
+        _mirror(n, d, s, D1, D2)
+
+
+@jit(_nrt=False)
+def _radial_leaf(code, X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                 want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """The leaves that are functions of r2 = sum_k ((x_k - x'_k) / l_k)^2:
+    RBF and Matern (stationary_profile; params[ps : ps+m] = l) and the
+    rational quadratic (RQ: scikit-learn's, m == 1; RQ_ARD: fastgp.kernels',
+    m in {1, Q}; params[ps] = alpha, params[ps+1 : ps+1+m] = l), R&W eq. 4.19:
+
+        k = b^-alpha, b = 1 + r2 / (2 alpha),   W = -2 dk/d(r2) = k / b,
+        dk/dlog alpha = k (-alpha log b + r2 / (2 b)).
+
+    Leaves Wk[0] = r2, Wk[1] = W."""
+    is_rq = code == op.RQ or code == op.RQ_ARD
+    ls = ps + 1 if is_rq else ps
+    scaled_sqdist(X1, i0, n, X2, j, params, ls, m, Wk)
+    if is_rq:
+        alpha = params[ps]
+        for t in range(n):
+            b = 1.0 + Wk[0, t] / (2.0 * alpha)
+            V[s, t] = b ** (-alpha)
+            Wk[1, t] = V[s, t] / b
+        ta = theta_of_param[ps] if want_theta else -1
+        if ta >= 0:
+            for t in range(n):
+                r2 = Wk[0, t]
+                b = 1.0 + r2 / (2.0 * alpha)
+                G[ta, t] = V[s, t] * (-alpha * math.log(b) + r2 / (2.0 * b))
+    else:
+        stationary_profile(code, n, V, s, Wk)
+    _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
+                        want_theta, want_x1, want_x2, s, G, D1, D2, Wk)
+
+
+@jit(_nrt=False)
+def _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
+                   want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """scikit-learn's ExpSineSquared (MacKay's periodic kernel, Rasmussen &
+    Williams 2006, eq. 4.31) on the Euclidean distance r = |x - x'|;
+    params[ps : ps+2] = (l, p). With a = pi r / p, sn = sin(a), c = cos(a):
+
+        k = exp(-2 sn^2 / l^2)
+        dk/dlog l = 4 sn^2 / l^2 k,   dk/dlog p = 4 a sn c / l^2 k
+        dk/dx_k   = -(4 pi / (p l^2)) k (sn c / r) (x_k - x'_k),  dk/dx' = -dk/dx
+
+    (sn c / r -> pi / p as r -> 0). Leaves Wk[0] = sn^2, Wk[1] = a sn c,
+    Wk[2] = the factor of (x_k - x'_k) in dk/dx_k."""
+    d = X1.shape[1]
+    inv_l2 = 1.0 / (params[ps] * params[ps])
+    p = params[ps + 1]
+    dx_scale = -4.0 * math.pi / p * inv_l2
+    for t in range(n):
+        r2 = 0.0
+        for k in range(d):
+            diff = X1[i0 + t, k] - X2[j, k]
+            r2 += diff * diff
+        r = math.sqrt(r2)
+        a = math.pi * r / p
+        sn = math.sin(a)
+        Wk[0, t] = sn * sn
+        V[s, t] = math.exp(-2.0 * inv_l2 * Wk[0, t])
+        if want_theta or want_x1:
+            sc = sn * math.cos(a)
+            Wk[1, t] = a * sc
+            Wk[2, t] = dx_scale * V[s, t] * (sc / r if r > 0.0 else math.pi / p)
+    if want_theta:
+        tl = theta_of_param[ps]
+        if tl >= 0:
+            for t in range(n):
+                G[tl, t] = 4.0 * inv_l2 * Wk[0, t] * V[s, t]
+        tp = theta_of_param[ps + 1]
+        if tp >= 0:
+            for t in range(n):
+                G[tp, t] = 4.0 * inv_l2 * Wk[1, t] * V[s, t]
+    if want_x1:
+        for k in range(d):
+            x2 = X2[j, k]
+            for t in range(n):
+                D1[s, k, t] = Wk[2, t] * (X1[i0 + t, k] - x2)
+        if want_x2:
+            _mirror(n, d, s, D1, D2)
+
+
+@jit(_nrt=False)
+def _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m, m2,
+                       want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """fastgp.kernels.ExpSineSquared, a product over dimensions of MacKay's
+    periodic kernel (Rasmussen & Williams 2006, eq. 4.31);
+    params[ps : ps+m] = l, params[ps+m : ps+m+m2] = p (size 1: shared).
+    With a_k = pi (x_k - x'_k) / p_k, sn_k = sin(a_k), c_k = cos(a_k):
+
+        k = exp(-2 S),  S = sum_k sn_k^2 / l_k^2
+        dk/dlog l_k = 4 sn_k^2 / l_k^2 k,  dk/dlog p_k = 4 a_k sn_k c_k / l_k^2 k
+        dk/dx_k = -4 (pi / p_k) sn_k c_k / l_k^2 k,  dk/dx' = -dk/dx
+
+    (a shared parameter's derivative is the sum over k; a shared l's is 4 S k).
+    Leaves Wk[0] = S."""
+    d = X1.shape[1]
+    pp = ps + m
+    for t in range(n):
+        S = 0.0
+        for k in range(d):
+            lk = params[ps + k] if m > 1 else params[ps]
+            pk = params[pp + k] if m2 > 1 else params[pp]
+            sn = math.sin(math.pi * (X1[i0 + t, k] - X2[j, k]) / pk)
+            S += sn * sn / (lk * lk)
+        Wk[0, t] = S
+        V[s, t] = math.exp(-2.0 * S)
+    if want_theta and m == 1:
+        tl = theta_of_param[ps]
+        if tl >= 0:
+            for t in range(n):
+                G[tl, t] = 4.0 * Wk[0, t] * V[s, t]
+    if not want_theta and not want_x1:
+        return
+    for k in range(d):
+        lk = params[ps + k] if m > 1 else params[ps]
+        inv_l2 = 1.0 / (lk * lk)
+        c = math.pi / (params[pp + k] if m2 > 1 else params[pp])
+        x2 = X2[j, k]
+        tl = theta_of_param[ps + k] if (want_theta and m > 1) else -1
+        tp = theta_of_param[pp + k if m2 > 1 else pp] if want_theta else -1
+        accumulate = m2 == 1 and k > 0  # a shared period sums over k
+        for t in range(n):
+            a = c * (X1[i0 + t, k] - x2)
+            sn = math.sin(a)
+            if tl >= 0:
+                G[tl, t] = 4.0 * inv_l2 * sn * sn * V[s, t]
+            if tp >= 0 or want_x1:
+                sc = sn * math.cos(a)
+                if tp >= 0:
+                    g = 4.0 * inv_l2 * a * sc * V[s, t]
+                    G[tp, t] = G[tp, t] + g if accumulate else g
+                if want_x1:
+                    D1[s, k, t] = -4.0 * c * inv_l2 * sc * V[s, t]
+    if want_x2:
+        _mirror(n, d, s, D1, D2)
+
+
+@jit(_nrt=False)
+def _dot_product_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
+                      want_theta, want_x1, want_x2, V, s, G, D1, D2):
+    """DotProduct (Rasmussen & Williams 2006, sec. 4.2.2), params[ps] = sigma_0:
+
+        k = sigma_0^2 + x . x',  dk/dlog sigma_0 = 2 sigma_0^2,
+        dk/dx = x',  dk/dx' = x   (not stationary: dk/dx' != -dk/dx)."""
+    d = X1.shape[1]
+    s0 = params[ps] * params[ps]
+    for t in range(n):
+        dot = 0.0
+        for k in range(d):
+            dot += X1[i0 + t, k] * X2[j, k]
+        V[s, t] = dot + s0
+    ti = theta_of_param[ps] if want_theta else -1
+    if ti >= 0:
+        for t in range(n):
+            G[ti, t] = 2.0 * s0
+    if want_x1:
+        for k in range(d):
+            x2 = X2[j, k]
+            for t in range(n):
+                D1[s, k, t] = x2
+            if want_x2:
+                for t in range(n):
+                    D2[s, k, t] = X1[i0 + t, k]
+
+
+@jit(_nrt=False)
+def _constant_leaf(n, d, params, theta_of_param, ps, want_theta, want_x1,
+                   want_x2, V, s, G, D1, D2):
+    """ConstantKernel: k = c, dk/dlog c = c, no input derivative."""
+    c = params[ps]
+    for t in range(n):
+        V[s, t] = c
+    ti = theta_of_param[ps] if want_theta else -1
+    if ti >= 0:
+        for t in range(n):
+            G[ti, t] = c
+    if want_x1:
+        _zero_dx(n, d, s, want_x2, D1, D2)
+
+
+@jit(_nrt=False)
+def _white_leaf(n, d, diag_t, params, theta_of_param, ps, want_theta, want_x1,
+                want_x2, V, s, G, D1, D2):
+    """WhiteKernel: k = noise_level on the training diagonal (the entry
+    t = diag_t, if diag_t >= 0), else 0; dk/dlog noise_level = k. It depends
+    on the samples' indices, not on their positions: no input derivative."""
+    for t in range(n):
+        V[s, t] = 0.0
+    if diag_t >= 0:
+        V[s, diag_t] = params[ps]
+    ti = theta_of_param[ps] if want_theta else -1
+    if ti >= 0:
+        for t in range(n):
+            G[ti, t] = V[s, t]
+    if want_x1:
+        _zero_dx(n, d, s, want_x2, D1, D2)
+
+
+@jit(_nrt=False)
+def eval_leaf(X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
+              want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """Value and requested derivatives of the leaf ``ops[o]`` (a row of
+    KernelProgram.ops) into stack slot ``s``; see the module docstring."""
+    code = ops[o, op.COL_CODE]
+    ps = ops[o, op.COL_PSTART]
+    m = ops[o, op.COL_M]
+    if code in op.STATIONARY_R2_LEAVES or code == op.RQ or code == op.RQ_ARD:
+        _radial_leaf(code, X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                     want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk)
+    elif code == op.CONST:
+        _constant_leaf(n, X1.shape[1], params, theta_of_param, ps, want_theta,
+                       want_x1, want_x2, V, s, G, D1, D2)
+    elif code == op.WHITE:
+        _white_leaf(n, X1.shape[1], diag_t, params, theta_of_param, ps,
+                    want_theta, want_x1, want_x2, V, s, G, D1, D2)
+    elif code == op.EXPSINE:
+        _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, want_theta,
+                       want_x1, want_x2, V, s, G, D1, D2, Wk)
+    elif code == op.EXPSINE_ARD:
+        _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                           ops[o, op.COL_M2], want_theta, want_x1, want_x2,
+                           V, s, G, D1, D2, Wk)
+    elif code == op.DOT:
+        _dot_product_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
+                          want_theta, want_x1, want_x2, V, s, G, D1, D2)
