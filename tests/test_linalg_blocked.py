@@ -7,7 +7,10 @@ None of this needs the processor on which OpenBLAS's threaded dsyrk fails:
 the blocked path is checked for equality with LAPACK where LAPACK works.
 """
 
+import json
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -291,3 +294,32 @@ def test_cholesky_with_jitter_behaves_the_same_on_the_blocked_path(monkeypatch):
     for L in (L_lapack, L_blocked):
         L = np.tril(L)
         np.testing.assert_allclose(L @ L.T, expected, rtol=0, atol=RTOL)
+
+
+# ------------------------------------------------------ the large-N benchmark
+def _bench_large_n():
+    # bench/ is a folder of the repository, not part of the installed package
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench import bench_large_n
+    return bench_large_n
+
+
+def test_bench_large_n_reports_a_crash_as_a_signal():
+    bench = _bench_large_n()
+    crashed = {"status": "error", "reason": "exit code -11: "}
+    assert bench._describe_failure(crashed) == "crashed: signal 11 (SIGSEGV)"
+    failed = {"status": "error", "reason": "exit code 1: AssertionError"}
+    assert bench._describe_failure(failed) == "error: exit code 1: AssertionError"
+
+
+def test_bench_large_n_runs_its_cases_in_child_processes(tmp_path, capsys):
+    bench = _bench_large_n()
+    out = tmp_path / "large_n.json"
+    assert bench.main(["--sizes", "300", "--cases", "lapack,fastgp", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    by_case = {r["case"]: r for r in doc["cases"]}
+    assert by_case["lapack"]["status"] == "ok" and by_case["fastgp"]["status"] == "ok"
+    # the same matrix (below BLOCKED_MIN_N: the same LAPACK calls)
+    np.testing.assert_allclose(by_case["fastgp"]["check"], by_case["lapack"]["check"],
+                               rtol=1e-12)
+    assert "| 300 | fastgp.linalg factor + inverse | ok |" in capsys.readouterr().out
