@@ -82,8 +82,7 @@ def _require_fortran(buffer, routine):
     """The blocked path's counterpart of :func:`_check_same`: it cannot copy,
     so it refuses up front what scipy's wrapper would have copied."""
     if (buffer.dtype != np.float64 or not buffer.flags.f_contiguous
-            or not buffer.flags.writeable or buffer.ndim != 2
-            or buffer.shape[0] != buffer.shape[1]):
+            or not buffer.flags.writeable or buffer.shape[0] != buffer.shape[1]):
         raise RuntimeError(
             f"{routine} cannot work in place on this {buffer.shape} {buffer.dtype} "
             "argument; the buffer must be square, writeable, float64 and "
@@ -95,7 +94,7 @@ def _takes_blocked_path(B):
     return B.ndim == 2 and B.shape[0] >= BLOCKED_MIN_N
 
 
-def _zero_strict_upper(B, block=blocked_lapack.DEFAULT_BLOCK):
+def _zero_strict_upper(B, block=256):
     """Zero the strict upper triangle of square ``B`` in column blocks (no
     N x N temporary)."""
     n = B.shape[0]
