@@ -2,6 +2,7 @@
 
     python -m bench.bench_large_n --sizes 12000,20000,30000,45000 --unset-coretype
     python -m bench.bench_large_n --sizes 3000,6000                  # a quick look
+    python -m bench.bench_large_n --sizes 12000 --cases fastgp --block 768   # another block
     python -m bench.bench_large_n --sizes 16000 --cases lapack,fastgp --factor-only \\
         --lapack-always --unset-coretype                            # the crash check
 
@@ -154,10 +155,16 @@ def _run_gpr(spec):
 
 
 def run_child(spec):
-    """Run one case (``spec``: case, n, factor_only, out) in this process."""
+    """Run one case (``spec``: case, n, factor_only, block, out) in this process."""
+    from fastgp import blocked_lapack, linalg
+
+    if spec.get("block"):
+        blocked_lapack.DEFAULT_BLOCK = int(spec["block"])
     runner = _run_gpr if spec["case"] == "gpr" else _run_factor_inverse
     result = dict(case=spec["case"], n=spec["n"], **runner(spec))
     result["blas"] = _blas_kernels()
+    result["block"] = blocked_lapack.DEFAULT_BLOCK
+    result["blocked_min_n"] = linalg.BLOCKED_MIN_N
     write_json(spec["out"], result)
 
 
@@ -183,8 +190,8 @@ def _describe_failure(result):
     return f"{result['status']}: {result.get('reason', '')}"
 
 
-def run_case(case, n, factor_only, unset_coretype, timeout_s):
-    spec = dict(case=case, n=n, factor_only=factor_only)
+def run_case(case, n, factor_only, unset_coretype, timeout_s, block=None):
+    spec = dict(case=case, n=n, factor_only=factor_only, block=block)
     guard = 0.9 * (available_memory_bytes() or 0) or None
     result = run_in_subprocess("bench.bench_large_n", spec, timeout_s=timeout_s,
                                memory_limit_bytes=guard,
@@ -212,8 +219,10 @@ def _row(r, floor):
     if not r.get("factor_only"):
         label += " + dpotri" if r["case"] == "lapack" else " + inverse"
     ratio = r["time_s"] / floor if floor else None
-    return [f"{r['n']:,}", label, "ok", _cell(r["time_s"]),
-            f"factor {_cell(r['factor_s'])}, inverse {_cell(r.get('inverse_s'))}",
+    parts = f"factor {_cell(r['factor_s'])}, inverse {_cell(r.get('inverse_s'))}"
+    if r["case"] == "fastgp":
+        parts += f" (block {r['block']} from N = {r['blocked_min_n']:,})"
+    return [f"{r['n']:,}", label, "ok", _cell(r["time_s"]), parts,
             _cell(ratio), _cell(r["memory"]["multiple_of_8n2"]), kernels]
 
 
@@ -253,6 +262,9 @@ def main(argv=None):
                              "(they may crash: that is reported)")
     parser.add_argument("--factor-only", action="store_true",
                         help="lapack and fastgp cases: the factor alone")
+    parser.add_argument("--block", type=int, default=None,
+                        help="order of fastgp's diagonal blocks (default: "
+                             "fastgp.blocked_lapack.DEFAULT_BLOCK)")
     parser.add_argument("--timeout", type=float, default=7200.0,
                         help="seconds per case")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench/results/large_n.json")
@@ -268,7 +280,8 @@ def main(argv=None):
         for case in cases:
             if case == "lapack" and n >= LAPACK_SAFE_BELOW and not args.lapack_always:
                 continue
-            r = run_case(case, n, args.factor_only, args.unset_coretype, args.timeout)
+            r = run_case(case, n, args.factor_only, args.unset_coretype, args.timeout,
+                         args.block)
             print(f"N = {n:,} {case}: {r.get('failure') or _cell(r['time_s']) + ' s'}",
                   flush=True)
             results.append(r)

@@ -34,10 +34,14 @@ from scipy.linalg import cython_blas, cython_lapack
 __all__ = ["DEFAULT_BLOCK", "cholesky_lower", "inverse_from_cholesky_lower",
            "leading_dimension"]
 
-#: Order of the diagonal blocks: large enough that the level-3 calls run near
-#: dgemm's speed, small enough that LAPACK's own routines on a diagonal block
-#: stay far from the faulty dsyrk size (measured: docs/reliability.md).
-DEFAULT_BLOCK = 256
+#: Order of the diagonal blocks. Each block column's dgemm packs the whole
+#: trailing panel once, a cost that falls as 1 / block, while the dtrsm and
+#: dtrmm on diagonal-block triangles grow as block / N. At N = 4,000 with two
+#: threads (factor + inverse over LAPACK's dpotrf + dpotri): 128 -> 1.21,
+#: 256 -> 1.03, 512 -> 0.99 (docs/reliability.md). LAPACK's routines on a
+#: block of 512 run OpenBLAS's threaded dsyrk on at most 512 columns, far
+#: below where it fails.
+DEFAULT_BLOCK = 512
 
 _c_char_p = ctypes.c_char_p
 _get_name = ctypes.pythonapi.PyCapsule_GetName

@@ -323,3 +323,4 @@ def test_bench_large_n_runs_its_cases_in_child_processes(tmp_path, capsys):
     np.testing.assert_allclose(by_case["fastgp"]["check"], by_case["lapack"]["check"],
                                rtol=1e-12)
     assert "| 300 | fastgp.linalg factor + inverse | ok |" in capsys.readouterr().out
+    assert by_case["fastgp"]["block"] == blocked_lapack.DEFAULT_BLOCK
