@@ -1,4 +1,4 @@
-"""Past N = 16,000, does fastgp factor and invert the kernel matrix (where OpenBLAS's own dpotrf and dpotri can crash), how fast against LAPACK's floor, and in how much memory?
+"""Past N = 16,000, where OpenBLAS's dpotrf can crash, does fastgp fit, how fast, in what memory?
 
     python -m bench.bench_large_n --sizes 12000,20000,30000,45000 --unset-coretype
     python -m bench.bench_large_n --sizes 3000,6000                  # a quick look

@@ -43,7 +43,6 @@ __all__ = ["DEFAULT_BLOCK", "cholesky_lower", "inverse_from_cholesky_lower",
 #: below where it fails.
 DEFAULT_BLOCK = 512
 
-_c_char_p = ctypes.c_char_p
 _get_name = ctypes.pythonapi.PyCapsule_GetName
 _get_name.restype = ctypes.c_char_p
 _get_name.argtypes = [ctypes.py_object]
