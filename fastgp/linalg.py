@@ -8,10 +8,19 @@ the very buffer it was given and raises otherwise.
 :func:`cholesky_with_jitter` is the factorisation a fitted model keeps: where
 K is not numerically positive definite it adds diagonal jitter in growing
 steps up to a bound (DESIGN.md, "Failure is an answer").
+
+From order :data:`BLOCKED_MIN_N` on, the factor and the inverse are computed
+by :mod:`fastgp.blocked_lapack` (reference LAPACK's blocked algorithms over
+dgemm, dtrsm and dtrmm on sub-blocks of the same buffer) instead of one call
+of OpenBLAS's dpotrf or dpotri, whose threaded dsyrk crashes the process on
+large matrices on some processors (docs/reliability.md, "Large N and
+OpenBLAS's threaded dsyrk"). Results agree to rounding.
 """
 
 import numpy as np
 from scipy.linalg import lapack
+
+from . import blocked_lapack
 
 __all__ = [
     "NotPositiveDefiniteError",
@@ -25,7 +34,15 @@ __all__ = [
     "cho_inverse_in_place",
     "solve_lower_in_place",
     "log_det_from_factor",
+    "BLOCKED_MIN_N",
 ]
+
+#: Order from which :func:`cholesky_in_place` and :func:`cho_inverse_in_place`
+#: take the blocked path (read at call time). Below it they make one LAPACK
+#: call, as fast and far below the sizes where OpenBLAS's dsyrk fails; from
+#: it on the blocked path is as fast as LAPACK's own routines (measured in
+#: docs/reliability.md) and never reaches the faulty dsyrk.
+BLOCKED_MIN_N = 4096
 
 
 class NotPositiveDefiniteError(np.linalg.LinAlgError):
@@ -62,14 +79,50 @@ def _check_same(result, buffer, routine):
         )
 
 
+def _require_fortran(buffer, routine):
+    """The blocked path's counterpart of :func:`_check_same`: it cannot copy,
+    so it refuses up front what scipy's wrapper would have copied."""
+    if (buffer.dtype != np.float64 or not buffer.flags.f_contiguous
+            or not buffer.flags.writeable or buffer.shape[0] != buffer.shape[1]):
+        raise RuntimeError(
+            f"{routine} cannot work in place on this {buffer.shape} {buffer.dtype} "
+            "argument; the buffer must be square, writeable, float64 and "
+            "Fortran-contiguous."
+        )
+
+
+def _takes_blocked_path(B):
+    return B.ndim == 2 and B.shape[0] >= BLOCKED_MIN_N
+
+
+def _zero_strict_upper(B, block=256):
+    """Zero the strict upper triangle of square ``B`` in column blocks (no
+    N x N temporary)."""
+    n = B.shape[0]
+    for j0 in range(0, n, block):
+        j1 = min(n, j0 + block)
+        B[:j0, j0:j1] = 0.0
+        diagonal_block = B[j0:j1, j0:j1]
+        diagonal_block[np.triu_indices(j1 - j0, 1)] = 0.0
+
+
 def cholesky_in_place(B, clean=False):
     """Overwrite the lower triangle of ``B`` (n, n) float64 F-contiguous with
     the Cholesky factor L of the symmetric matrix whose lower triangle it holds
-    (dpotrf). The strict upper triangle is left as it was unless ``clean``,
-    which zeroes it.
+    (dpotrf; from order :data:`BLOCKED_MIN_N` on, the blocked
+    :func:`fastgp.blocked_lapack.cholesky_lower`). The strict upper triangle
+    is left as it was unless ``clean``, which zeroes it.
 
     Raises NotPositiveDefiniteError (B is then partly overwritten).
     """
+    if _takes_blocked_path(B):
+        _require_fortran(B, "dpotrf")
+        info = blocked_lapack.cholesky_lower(B)
+        if info > 0:
+            raise NotPositiveDefiniteError(info, B.shape[0])
+        if clean:
+            _zero_strict_upper(B)
+        return B
     L, info = lapack.dpotrf(B, lower=1, clean=1 if clean else 0, overwrite_a=1)
     _check_same(L, B, "dpotrf")
     if info > 0:
@@ -101,7 +154,15 @@ def cho_solve_in_place(L, B):
 
 def cho_inverse_in_place(L):
     """Overwrite the lower triangle of ``L`` (the Cholesky factor, F-contiguous)
-    with the lower triangle of K^-1 (dpotri)."""
+    with the lower triangle of K^-1 (dpotri; from order :data:`BLOCKED_MIN_N`
+    on, the blocked :func:`fastgp.blocked_lapack.inverse_from_cholesky_lower`).
+    The strict upper triangle is left as it was."""
+    if _takes_blocked_path(L):
+        _require_fortran(L, "dpotri")
+        info = blocked_lapack.inverse_from_cholesky_lower(L)
+        if info != 0:
+            raise NotPositiveDefiniteError(info, L.shape[0])
+        return L
     Kinv, info = lapack.dpotri(L, lower=1, overwrite_c=1)
     _check_same(Kinv, L, "dpotri")
     if info != 0:

@@ -3,7 +3,8 @@ backend (fastgp/covariance.py; fastgp/lowering.py reads the opcodes it lowers
 to; fastgp/precompile.py walks the engine to compile every routine), the
 thread settings of a fit (fastgp._engine.threads) only by the fit
 core and the estimators, LAPACK only through fastgp/linalg.py, and numba only
-inside fastgp/_engine."""
+inside fastgp/_engine. LAPACK and BLAS are reached only through
+fastgp/linalg.py (and its blocked routines for large N, fastgp/blocked_lapack.py)."""
 
 import ast
 import pathlib
@@ -21,6 +22,10 @@ DOORS = {
     # PARALLEL_LOCK for the backend; NumbaCacheWarning for the package namespace
     "fastgp._engine.config": {"covariance.py", "__init__.py", "precompile.py"},
     "scipy.linalg.lapack": {"linalg.py"},
+    # the blocked factor and inverse that linalg.py takes for large N
+    "scipy.linalg.cython_blas": {"blocked_lapack.py"},
+    "scipy.linalg.cython_lapack": {"blocked_lapack.py"},
+    "fastgp.blocked_lapack": {"linalg.py"},
     "numba": set(),
 }
 

@@ -1,0 +1,241 @@
+"""Cholesky factor and inverse in place, blocked over LAPACK and level-3 BLAS.
+
+OpenBLAS's own dpotrf and dpotri (through dlauum) update their trailing
+matrix with its threaded dsyrk, whose per-thread packing buffer grows with
+(columns handled by one thread) x GEMM_Q. Where that passes the buffer
+OpenBLAS reserved (about N = 16,000 with two threads and its SkylakeX
+kernels), the process dies with a segmentation fault (docs/reliability.md,
+"Large N and OpenBLAS's threaded dsyrk"). The routines here compute the same
+factor and inverse by the blocked algorithms of reference LAPACK (dpotrf,
+dtrtri, dlauum, lower triangle) with every large update done by dgemm, dtrsm
+or dtrmm, whose threaded drivers pack in blocks of bounded size, and with
+LAPACK's dpotrf, dtrtri and dlauum (and dsyrk) called only on diagonal blocks
+of order ``block``, far below the faulty size. Both cores stay in use: each
+level-3 call is OpenBLAS's threaded one.
+
+Everything works on the caller's one buffer: BLAS and LAPACK are called
+through the function pointers that :mod:`scipy.linalg.cython_blas` and
+:mod:`scipy.linalg.cython_lapack` export (the OpenBLAS that
+``scipy.linalg.lapack`` uses), with the address of a sub-block and the
+buffer's leading dimension, so no sub-matrix is copied. ctypes releases the
+GIL around each call, so two threads may run these routines at once on
+different buffers.
+
+Buffers: ``A`` (n, n) float64 with unit row stride (Fortran order, or a
+leading (n, n) block of a larger Fortran-ordered array); only its lower
+triangle is read and written, the strict upper triangle is left as it was.
+"""
+
+import ctypes
+
+import numpy as np
+from scipy.linalg import cython_blas, cython_lapack
+
+__all__ = ["DEFAULT_BLOCK", "cholesky_lower", "inverse_from_cholesky_lower",
+           "leading_dimension"]
+
+#: Order of the diagonal blocks. Each block column's dgemm packs the whole
+#: trailing panel once, a cost that falls as 1 / block, while the dtrsm and
+#: dtrmm on diagonal-block triangles grow as block / N. At N = 4,000 with two
+#: threads (factor + inverse over LAPACK's dpotrf + dpotri): 128 -> 1.21,
+#: 256 -> 1.03, 512 -> 0.99 (docs/reliability.md). LAPACK's routines on a
+#: block of 512 run OpenBLAS's threaded dsyrk on at most 512 columns, far
+#: below where it fails.
+DEFAULT_BLOCK = 512
+
+_get_name = ctypes.pythonapi.PyCapsule_GetName
+_get_name.restype = ctypes.c_char_p
+_get_name.argtypes = [ctypes.py_object]
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _fortran_routine(module, name, n_args):
+    """The routine ``name`` of a scipy Cython BLAS/LAPACK module as a ctypes
+    function of ``n_args`` pointer arguments (Fortran convention: every
+    argument by reference, no return value). CFUNCTYPE, not PYFUNCTYPE, so
+    the GIL is released during the call."""
+    capsule = module.__pyx_capi__[name]
+    address = _get_pointer(capsule, _get_name(capsule))
+    if not address:  # pragma: no cover - scipy always exports these
+        raise ImportError(f"scipy exports no address for {name}")
+    return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_args))(address)
+
+
+_dgemm = _fortran_routine(cython_blas, "dgemm", 13)
+_dtrsm = _fortran_routine(cython_blas, "dtrsm", 11)
+_dtrmm = _fortran_routine(cython_blas, "dtrmm", 11)
+_dsyrk = _fortran_routine(cython_blas, "dsyrk", 10)
+_dpotrf = _fortran_routine(cython_lapack, "dpotrf", 5)
+_dtrtri = _fortran_routine(cython_lapack, "dtrtri", 6)
+_dlauum = _fortran_routine(cython_lapack, "dlauum", 5)
+
+# Read-only constants shared by every call (thread-safe: never written).
+_CHARS = {c: ctypes.c_char(c.encode()) for c in "LRNTU"}
+_ONE = ctypes.c_double(1.0)
+_MINUS_ONE = ctypes.c_double(-1.0)
+
+
+def _ch(c):
+    return ctypes.byref(_CHARS[c])
+
+
+def _int(value):
+    return ctypes.byref(ctypes.c_int(int(value)))
+
+
+class _Blocks:
+    """Addresses of sub-blocks of one column-major buffer: ``at(i, j)`` is
+    the address of element (i, j), 8 (i + j lda) bytes from the start."""
+
+    def __init__(self, A):
+        self.base = A.ctypes.data
+        self.lda = leading_dimension(A)
+        self.ld = _int(self.lda)
+
+    def at(self, i, j):
+        return ctypes.c_void_p(self.base + 8 * (i + j * self.lda))
+
+
+def leading_dimension(A):
+    """LAPACK's leading dimension of ``A`` (n, n): its column stride in
+    elements. Raises ValueError unless A is a float64 square array with unit
+    row stride (Fortran order, or a leading block of a Fortran-ordered
+    array), aligned, writeable, whose columns do not overlap."""
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"expected a square matrix, got shape {A.shape}")
+    if A.dtype != np.float64 or not A.flags.writeable or not A.flags.aligned:
+        raise ValueError("the buffer must be writeable, aligned float64")
+    n = A.shape[0]
+    if n > 1 and A.strides[0] != 8:
+        raise ValueError("the buffer must be Fortran-ordered (unit row stride)")
+    lda = A.strides[1] // 8 if n > 1 else 1
+    if n > 1 and (A.strides[1] % 8 or lda < n):
+        raise ValueError(f"column stride {A.strides[1]} bytes is not a leading "
+                         f"dimension >= n = {n}")
+    if max(n, lda) >= 2**31 or n * lda >= 2**62:
+        raise ValueError("the matrix is too large for 32-bit LAPACK indices")
+    return max(lda, 1)
+
+
+def _global_info(routine, info, offset):
+    """LAPACK's ``info`` from a diagonal block starting at row ``offset``, as
+    the whole matrix's info: 0, or offset + info (1-based order). A negative
+    info (an illegal argument, which the checks above rule out) raises."""
+    if info < 0:
+        raise ValueError(f"{routine}: illegal argument {-info}")
+    return offset + info if info > 0 else 0
+
+
+def _check_block(block):
+    block = DEFAULT_BLOCK if block is None else int(block)
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
+    return block
+
+
+def cholesky_lower(A, block=None):
+    """Overwrite the lower triangle of ``A`` (n, n) with the Cholesky factor L
+    of the symmetric matrix whose lower triangle it holds (K = L L^T).
+
+    Reference LAPACK's blocked dpotrf, lower, left-looking: for each block
+    column j (width ``block``, default :data:`DEFAULT_BLOCK` read at call
+    time), its diagonal block is updated by dsyrk
+    (order <= block) and factored by dpotrf, and the panel below it is
+    updated by one dgemm with all earlier columns and solved by dtrsm.
+
+    Returns LAPACK's info: 0 on success, else the order (1-based, in the
+    whole matrix) of the first leading minor that is not positive definite;
+    ``A`` is then partly overwritten, as by dpotrf.
+    """
+    n, block = A.shape[0], _check_block(block)
+    m = _Blocks(A)
+    info = ctypes.c_int(0)
+    for j in range(0, n, block):
+        jb = min(block, n - j)
+        if j > 0:  # A_jj -= L_j,0:j L_j,0:j^T
+            _dsyrk(_ch("L"), _ch("N"), _int(jb), _int(j), ctypes.byref(_MINUS_ONE),
+                   m.at(j, 0), m.ld, ctypes.byref(_ONE), m.at(j, j), m.ld)
+        _dpotrf(_ch("L"), _int(jb), m.at(j, j), m.ld, ctypes.byref(info))
+        if info.value != 0:
+            return _global_info("dpotrf", info.value, j)
+        below = n - j - jb
+        if below > 0:
+            if j > 0:  # A_below,j -= L_below,0:j L_j,0:j^T
+                _dgemm(_ch("N"), _ch("T"), _int(below), _int(jb), _int(j),
+                       ctypes.byref(_MINUS_ONE), m.at(j + jb, 0), m.ld, m.at(j, 0), m.ld,
+                       ctypes.byref(_ONE), m.at(j + jb, j), m.ld)
+            # L_below,j = A_below,j L_jj^-T
+            _dtrsm(_ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(below), _int(jb),
+                   ctypes.byref(_ONE), m.at(j, j), m.ld, m.at(j + jb, j), m.ld)
+    return 0
+
+
+def _invert_triangle_lower(A, m, block):
+    """Overwrite the lower triangle of ``A`` (a lower triangular L with a
+    non-zero diagonal) with L^-1: reference LAPACK's blocked dtrtri, lower,
+    from the last block column to the first. The trailing part is already
+    inverted when block column j is reached, so the panel below the diagonal
+    becomes -(L^-1)_trailing L_below,j L_jj^-1 by one dtrmm and one dtrsm.
+    The caller has checked that no diagonal entry is zero."""
+    n = A.shape[0]
+    info = ctypes.c_int(0)
+    last = ((n - 1) // block) * block
+    for j in range(last, -1, -block):
+        jb = min(block, n - j)
+        below = n - j - jb
+        if below > 0:
+            _dtrmm(_ch("L"), _ch("L"), _ch("N"), _ch("N"), _int(below), _int(jb),
+                   ctypes.byref(_ONE), m.at(j + jb, j + jb), m.ld, m.at(j + jb, j), m.ld)
+            _dtrsm(_ch("R"), _ch("L"), _ch("N"), _ch("N"), _int(below), _int(jb),
+                   ctypes.byref(_MINUS_ONE), m.at(j, j), m.ld, m.at(j + jb, j), m.ld)
+        _dtrtri(_ch("L"), _ch("N"), _int(jb), m.at(j, j), m.ld, ctypes.byref(info))
+        if info.value != 0:  # pragma: no cover - the caller checked the diagonal
+            raise ValueError(f"dtrtri: info {info.value} on diagonal block {j}")
+
+
+def _gram_lower(A, m, block):
+    """Overwrite the lower triangle of ``A`` (holding a lower triangular M)
+    with the lower triangle of M^T M: reference LAPACK's blocked dlauum,
+    lower. Row block i of the result is M_ii^T M_i,0:i (dtrmm) plus
+    M_below,i^T M_below,0:i (dgemm); its diagonal block is dlauum of M_ii
+    plus M_below,i^T M_below,i (dsyrk of order <= block)."""
+    n = A.shape[0]
+    info = ctypes.c_int(0)
+    for i in range(0, n, block):
+        ib = min(block, n - i)
+        below = n - i - ib
+        if i > 0:
+            _dtrmm(_ch("L"), _ch("L"), _ch("T"), _ch("N"), _int(ib), _int(i),
+                   ctypes.byref(_ONE), m.at(i, i), m.ld, m.at(i, 0), m.ld)
+        _dlauum(_ch("L"), _int(ib), m.at(i, i), m.ld, ctypes.byref(info))
+        if info.value != 0:  # pragma: no cover - dlauum fails only on bad arguments
+            raise ValueError(f"dlauum: illegal argument {-info.value}")
+        if below > 0:
+            if i > 0:
+                _dgemm(_ch("T"), _ch("N"), _int(ib), _int(i), _int(below),
+                       ctypes.byref(_ONE), m.at(i + ib, i), m.ld, m.at(i + ib, 0), m.ld,
+                       ctypes.byref(_ONE), m.at(i, 0), m.ld)
+            _dsyrk(_ch("L"), _ch("T"), _int(ib), _int(below), ctypes.byref(_ONE),
+                   m.at(i + ib, i), m.ld, ctypes.byref(_ONE), m.at(i, i), m.ld)
+
+
+def inverse_from_cholesky_lower(A, block=None):
+    """Overwrite the lower triangle of ``A`` (n, n), holding the Cholesky
+    factor L of K, with the lower triangle of K^-1 = L^-T L^-1 (dpotri):
+    L^-1 by a blocked dtrtri, then (L^-1)^T L^-1 by a blocked dlauum.
+
+    Returns dpotri's info: 0, or i (1-based) if L_ii is exactly zero, in
+    which case ``A`` is left unchanged.
+    """
+    n, block = A.shape[0], _check_block(block)
+    m = _Blocks(A)
+    if n == 0:
+        return 0
+    zeros = np.flatnonzero(np.diagonal(A) == 0.0)
+    if zeros.size:
+        return int(zeros[0]) + 1
+    _invert_triangle_lower(A, m, block)
+    _gram_lower(A, m, block)
+    return 0
