@@ -38,12 +38,9 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench._measure import REPO_ROOT, environment, write_json  # noqa: E402
-from bench._problems import ALPHA, make_problem  # noqa: E402
-from bench._report import format_table  # noqa: E402
+from ._measure import REPO_ROOT, environment, write_json
+from ._problems import ALPHA, make_problem
+from ._report import format_table
 
 #: The competing process: a 2-thread OpenBLAS loop (matrix size in argv[1]).
 COMPETITOR = r"""

@@ -40,12 +40,9 @@ import sys
 import time
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench._measure import (REPO_ROOT, PeakMemory, available_memory_bytes,  # noqa: E402
+from ._measure import (REPO_ROOT, PeakMemory, available_memory_bytes,
                             environment, run_in_subprocess, write_json)
 
 CASES = ("lapack", "fastgp", "gpr")

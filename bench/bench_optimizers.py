@@ -23,13 +23,10 @@ import time
 import warnings
 from pathlib import Path
 
-if __package__ in (None, ""):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from bench._measure import REPO_ROOT, environment, write_json  # noqa: E402
-from bench._report import format_table  # noqa: E402
+from ._measure import REPO_ROOT, environment, write_json
+from ._report import format_table
 
 OPTIMIZERS = ("fmin_l_bfgs_b", "CG")
 
