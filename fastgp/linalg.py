@@ -1,4 +1,4 @@
-"""In-place LAPACK steps on the one N x N workspace (DESIGN.md steps 2 to 4).
+"""In-place LAPACK steps on the one N x N workspace (docs/design.md, "The one-buffer plan", steps 2 to 4).
 
 scipy.linalg.lapack's wrappers copy their input unless it is float64,
 Fortran-contiguous and passed with the overwrite flag. A silent copy would
@@ -7,7 +7,7 @@ the very buffer it was given and raises otherwise.
 
 :func:`cholesky_with_jitter` is the factorisation a fitted model keeps: where
 K is not numerically positive definite it adds diagonal jitter in growing
-steps up to a bound (DESIGN.md, "Failure is an answer").
+steps up to a bound (docs/design.md, "Failure is an answer, not a crash").
 
 From order :data:`BLOCKED_MIN_N` on, the factor and the inverse are computed
 by :mod:`fastgp.blocked_lapack` (reference LAPACK's blocked algorithms over

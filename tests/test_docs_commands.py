@@ -34,7 +34,7 @@ def test_docs_commands_work_from_a_fresh_clone(path):
             if re.match(r"(tests|bench|docs)/\S+\.(py|md)$", word):
                 assert list(ROOT.glob(word)), f"{path.name}: {word} does not exist"
         module = re.search(r"python -m ((?:bench|fastgp)[\w.]*)", command)
-        if module:
+        if module and not module.group(1).split(".")[-1].isupper():  # bench.NAME: a placeholder
             parts = module.group(1).split(".")
             file = ROOT.joinpath(*parts)
             assert file.with_suffix(".py").exists() or (file / "__main__.py").exists(), \

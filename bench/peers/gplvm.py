@@ -6,7 +6,7 @@ of all D columns of Y, 0.5 tr(Y^T K^-1 Y) + D/2 log|K| + n D/2 log 2 pi.
 - :class:`JaxGPLVM`: ``jax.value_and_grad`` of the Cholesky loss over z.
 - :class:`GPyGPLVM`: ``GPy.models.GPLVM`` with an ARD RBF kernel, X started
   at the same PCA points.
-- :class:`FastGPLVM`: fastgp's GPLVM objective (issue 4); where it is
+- :class:`FastGPLVM`: fastgp's GPLVM objective; where it is
   missing the comparison lists the row as skipped.
 """
 
