@@ -308,7 +308,9 @@ def test_optimizer_cg_keeps_the_noise_level_within_its_bounds():
     bounds = gpr.kernel_.bounds
     assert np.all(gpr.kernel_.theta >= bounds[:, 0])
     assert np.all(gpr.kernel_.theta <= bounds[:, 1])
-    assert gpr.kernel_.k2.noise_level >= 1e-5
+    # within the bound in log space (above); in natural scale up to the
+    # rounding of exp(log(1e-5)), which numpy 1.25 gives as 9.999999999999997e-06
+    assert gpr.kernel_.k2.noise_level >= 1e-5 * (1 - 4 * np.finfo(float).eps)
     assert gpr.kernel_.k2.noise_level < 1e-4  # it did go to the bound
 
 
@@ -405,12 +407,17 @@ def test_optimizer_fit_whose_first_step_leaves_the_positive_definite_region():
 
     objective_module.NegLogMarginalLikelihood.__call__ = recording
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("ignore", JitterWarning)
-            warnings.simplefilter("error", ConvergenceWarning)
+            warnings.simplefilter("always", ConvergenceWarning)
             gpr = GaussianProcessRegressor(kernel, alpha=0.0).fit(X, y)
     finally:
         objective_module.NegLogMarginalLikelihood.__call__ = original
+    # no warning that it stayed stuck at its start (on this badly conditioned
+    # problem SciPy 1.10's line search may still end the later, recovered run
+    # abnormally, which is reported as such)
+    messages = [str(w.message) for w in seen if issubclass(w.category, ConvergenceWarning)]
+    assert not any("every trial step from there" in m for m in messages), messages
     assert not math.isfinite(calls[1])  # the first trial step left the PD region
     # and the fit recovered: it went on to points far better than its start
     # (the kept value includes the jitter the final factor needed)
