@@ -1,7 +1,8 @@
 """Memory, before it is spent (issue 6): an operation that will not fit raises
-MemoryError naming both figures, N and the remedies, fast and before any
-N x N allocation and any kernel pass; a user can proceed anyway; the available figure is read
-from /proc/meminfo and cgroup limits (v2 and v1, every ancestor level)."""
+MemoryError naming both figures, N and the remedies, before any N x N
+allocation and any kernel pass; a user can proceed anyway; the available
+figure is read from /proc/meminfo and cgroup limits (v2 and v1, every ancestor
+level)."""
 
 import math
 import threading

@@ -22,7 +22,9 @@ mutants sorted by operator, occurrence and position, so the sample is the
 same on every run of the same sources) is kept and the rest deleted from the
 session before ``cosmic-ray exec`` runs it. Everything happens in a copy of
 the source tree in a temporary folder (cosmic-ray mutates files in place).
-A group stops after ``--budget-s`` seconds; mutants not run by then are
+Each test selection first runs on the unmutated copy and must pass (else
+every mutant would count as killed); a mutant's timeout is at least 4x that
+run. A group stops after ``--budget-s`` seconds; mutants not run by then are
 reported as not run. A mutant whose tests time out counts as killed
 (cosmic-ray's rule).
 
@@ -138,8 +140,9 @@ def main(argv=None):
     parser.add_argument("group", choices=sorted(GROUPS))
     parser.add_argument("--per-module", type=int, default=10)
     parser.add_argument("--budget-s", type=float, default=540.0)
-    parser.add_argument("--timeout-s", type=float, default=120.0,
-                        help="per mutant (cosmic-ray counts a timeout as killed)")
+    parser.add_argument("--timeout-s", type=float, default=60.0,
+                        help="per mutant, at least 4x the unmutated run (cosmic-ray "
+                             "counts a timeout as killed)")
     parser.add_argument("--modules", nargs="*", help="a subset of the group's modules")
     parser.add_argument("--list", action="store_true", help="count mutants, run none")
     args = parser.parse_args(argv)
@@ -154,13 +157,25 @@ def main(argv=None):
         tree = Path(tmp)
         _copy_tree(tree)
         env["PYTHONPATH"] = f"{tree}{os.pathsep}{tree / 'tests'}"
+        baselines = {}
         for module, tests in modules.items():
-            config = _config(tree, module, tests, args.timeout_s)
+            if tests not in baselines and not args.list:
+                # the selection must pass on the unmutated sources, or every
+                # mutant would count as killed
+                start = time.monotonic()
+                run = subprocess.run(f"{_PYTEST} {tests}", shell=True, cwd=tree, env=env,
+                                     capture_output=True, text=True)
+                if run.returncode != 0:
+                    sys.exit(f"the selection fails without a mutant:\n{run.stdout[-3000:]}")
+                baselines[tests] = time.monotonic() - start
+            timeout = max(args.timeout_s, 4 * baselines.get(tests, 0.0))
+            config = _config(tree, module, tests, timeout)
             session = tree / (Path(module).stem + ".sqlite")
             subprocess.run(["cosmic-ray", "init", str(config), str(session)], cwd=tree,
                            env=env, check=True)
             total, kept = _sample(session, 0 if args.list else args.per_module)
-            entry = {"mutants": total, "sample": kept, "tests": tests}
+            entry = {"mutants": total, "sample": kept, "tests": tests,
+                     "baseline_s": round(baselines.get(tests, 0.0), 1), "timeout_s": timeout}
             left = deadline - time.monotonic()
             if kept and left > 0:
                 start = time.monotonic()
