@@ -258,9 +258,13 @@ def _fit_and_check(problem, counts):
 
 
 #: Minimum shares of the drawn fit problems: ordinary ones that fit, and
-#: fitted ones among all (an estimator that always raised fails both).
+#: fitted ones among all (an estimator that always raised fails both). The
+#: draw's mix varies a little between runs (Hypothesis adapts it); measured:
+#: 13-25 % ordinary, all of them fitted, 25-39 % fitted in all.
 MIN_ORDINARY_FITTED = 0.9
-MIN_FITTED = 0.25
+MIN_FITTED = 0.15
+#: Fewest ordinary problems a run must draw for the shares to mean something.
+MIN_ORDINARY = 10
 
 
 def test_fuzz_regressor_fit_and_predict():
@@ -274,7 +278,7 @@ def test_fuzz_regressor_fit_and_predict():
     run()
     ordinary = counts["ordinary", True] + counts["ordinary", False]
     total = sum(counts.values())
-    assert ordinary >= 0.2 * total, counts  # the draw reaches ordinary input often
+    assert ordinary >= MIN_ORDINARY, counts  # the draw reaches ordinary input
     assert counts["ordinary", True] >= MIN_ORDINARY_FITTED * ordinary, counts
     fitted = sum(n for (_, ok), n in counts.items() if ok)
     assert fitted >= MIN_FITTED * total, counts

@@ -288,3 +288,22 @@ def test_pd_ladder_refuses_non_finite_matrices():
         cholesky_with_jitter(_filler(np.array([[1.0, 0.0], [np.nan, 1.0]])), B)
     with pytest.raises(NonFiniteMatrixError):
         cholesky_with_jitter(_filler(np.array([[np.inf, 0.0], [0.0, 1.0]])), B)
+
+
+def test_pd_ladder_refuses_a_zero_matrix_at_once():
+    # nothing to scale a jitter by (max diag K = 0): the first step is zero and
+    # the ladder must stop there, not loop adding nothing
+    B = np.zeros((3, 3), order="F")
+    with pytest.raises(NotPositiveDefiniteError):
+        cholesky_with_jitter(_filler(np.zeros((3, 3))), B)
+
+
+def test_pd_rounding_level_pivot_is_reported_by_its_one_based_order():
+    # dpotrf succeeds, but the third pivot squared (2.2e-16) is below
+    # n eps max(diag K): the error names leading minor 3, LAPACK's convention
+    from fastgp.linalg import _try_cholesky
+
+    K = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 1.0 + 3e-16]])
+    error = _try_cholesky(np.asfortranarray(K), rank_tolerance(3, 1.0 + 3e-16))
+    assert isinstance(error, NotPositiveDefiniteError)
+    assert error.order == 3 and "pivot 3 (of 3)" in str(error)

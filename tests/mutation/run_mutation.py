@@ -76,11 +76,13 @@ GROUPS = {
 
 
 def _copy_tree(destination):
-    """fastgp/ (with its Numba cache), tests/ and pyproject.toml into destination."""
-    for name in ("fastgp", "tests"):
+    """fastgp/ (with its Numba cache), tests/, docs/ and bench/ (some tests read
+    them), README.md and pyproject.toml into destination."""
+    for name in ("fastgp", "tests", "docs", "bench"):
         shutil.copytree(REPO / name, destination / name, symlinks=True,
-                        ignore=shutil.ignore_patterns("results"))
-    shutil.copy2(REPO / "pyproject.toml", destination / "pyproject.toml")
+                        ignore=shutil.ignore_patterns("results", "_build"))
+    for name in ("README.md", "pyproject.toml"):
+        shutil.copy2(REPO / name, destination / name)
 
 
 def _config(tree, module, tests, timeout):
