@@ -8,9 +8,11 @@ inputs are spread over a few length scales and the training covariance gets
 below the 1e-8 relative tolerance.
 """
 
+from contextlib import ExitStack
+
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 from sklearn.gaussian_process.kernels import RBF, Matern, RationalQuadratic, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
@@ -72,20 +74,62 @@ def kernel_params(kernels=KERNELS):
             for name, k in kernels.items()]
 
 
+class _BlasPin:
+    """The session's limit of one BLAS thread, which a test can lift."""
+
+    def __init__(self):
+        self._stack = None
+
+    def hold(self):
+        self._stack = ExitStack()
+        self._stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
+
+    def release(self):
+        """Back to the machine's own BLAS thread counts, and no Python thread
+        holding threadpoolctl's control of OpenBLAS (see
+        fastgp._engine.threads._set_library_threads)."""
+        self._stack.close()
+        self._stack = None
+
+
 @pytest.fixture(scope="session", autouse=True)
 def single_threaded_blas():
-    """One BLAS thread for the whole session.
+    """One BLAS thread for the whole session (yields the pin).
 
-    The test problems are tiny (N <= 300). OpenBLAS runs dpotri multithreaded
+    The test problems are small (N <= 800). OpenBLAS runs dpotri multithreaded
     even at N = 50, and on a busy 2-core runner its threads wait on each other
     for 0.2-0.3 s per call (measured; 0.1 ms with one thread), which would make
-    every optimiser step cost that much. No tested number depends on the BLAS
-    thread count; Numba's thread count, which fastgp controls, is tested. The
-    tests of fastgp's own BLAS limit (tests/test_reliability_state.py) set
-    another limit inside this one, or run in a fresh process without it.
+    every optimiser step cost that much. Numba's thread count, which fastgp
+    controls, is tested. The tests whose numbers may depend on the BLAS thread
+    count, or on which Python thread may change it, lift the pin with the
+    ``machine_blas_threads`` fixture; tests of fastgp's own BLAS limit set
+    another limit inside it, or run in a fresh process without it.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+    pin = _BlasPin()
+    pin.hold()
+    try:
+        yield pin
+    finally:
+        pin.release()
+
+
+@pytest.fixture
+def machine_blas_threads(single_threaded_blas):
+    """The machine's own BLAS thread counts for one test (the session's pin
+    lifted, and held again afterwards); yields the sorted distinct counts of
+    the loaded BLAS libraries.
+
+    While the pin is held, the main thread is threadpoolctl's "controlling"
+    thread of a pthreads OpenBLAS, and a limit set from any other Python
+    thread is ignored; with it lifted, fastgp's own limits work from every
+    thread, as in a user's program.
+    """
+    single_threaded_blas.release()
+    try:
+        yield sorted({pool["num_threads"] for pool in threadpool_info()
+                      if pool["user_api"] == "blas"})
+    finally:
+        single_threaded_blas.hold()
 
 
 @pytest.fixture

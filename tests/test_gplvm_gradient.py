@@ -377,3 +377,17 @@ def test_fit_gradient_of_kinv_buffer_matches_numpy(rng):
     gx2, gt2 = objective.gradient(kernel.theta, B, A)
     np.testing.assert_array_equal(gx1, gx2)
     np.testing.assert_array_equal(gt1, gt2)
+
+
+@pytest.mark.parametrize("extra", [-1, 1])
+def test_latent_objective_refuses_a_z_of_the_wrong_length(extra, rng):
+    # 34 latent coordinates and 2 hyperparameters: 36, where a bitwise or
+    # xor of the two counts would not give it
+    kernel = RBF(0.9) + WhiteKernel(0.1)
+    X, Y = _problem(rng)
+    objective = _objective(kernel, Y, 2)
+    z = objective.pack(X, kernel.theta)
+    expected = X.size + kernel.n_dims
+    assert z.shape == (expected,)
+    with pytest.raises(ValueError, match=rf"expected \({expected},\)"):
+        objective.unpack(np.zeros(expected + extra))

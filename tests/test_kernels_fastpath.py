@@ -159,13 +159,18 @@ def test_kernels_fastpath_matern_inf_is_rbf(n_features, rng):
     length_scale = [0.7, 1.3][:n_features]
     program = lower_kernel(Matern(length_scale, nu=np.inf), n_features)
     assert program.ops[0, op.COL_CODE] == op.RBF
-    matern, _, _ = fitted_pair(Matern(length_scale, nu=np.inf) + WhiteKernel(0.1),
-                               rng, n_features)
+    matern, reference, _ = fitted_pair(Matern(length_scale, nu=np.inf) + WhiteKernel(0.1),
+                                       rng, n_features)
     rbf, _, _ = fitted_pair(RBF(length_scale) + WhiteKernel(0.1),
                             np.random.default_rng(20261129), n_features)
     theta = matern.kernel_.theta + 0.2
-    np.testing.assert_array_equal(matern.log_marginal_likelihood(theta, True)[1],
-                                  rbf.log_marginal_likelihood(theta, True)[1])
+    value, grad = matern.log_marginal_likelihood(theta, True)
+    # the same program as RBF's (a lowering property, bitwise) ...
+    np.testing.assert_array_equal(grad, rbf.log_marginal_likelihood(theta, True)[1])
+    # ... and the numbers of scikit-learn's own Matern(nu=inf), an independent reference
+    ref_value, ref_grad = reference.log_marginal_likelihood(theta, True)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-10)
+    assert_gradient_close(grad, ref_grad, rtol=1e-8)
 
 
 def test_kernels_fastpath_exponentiation_records_its_exponent():

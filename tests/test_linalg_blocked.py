@@ -324,3 +324,19 @@ def test_bench_large_n_runs_its_cases_in_child_processes(tmp_path, capsys):
                                rtol=1e-12)
     assert "| 300 | fastgp.linalg factor + inverse | ok |" in capsys.readouterr().out
     assert by_case["fastgp"]["block"] == blocked_lapack.DEFAULT_BLOCK
+
+
+@pytest.mark.parametrize("shape, order, dtype", [((4, 3), "F", np.float64),
+                                                 ((3, 3), "C", np.float64),
+                                                 ((3, 3), "F", np.float32)])
+def test_blocked_path_refuses_buffers_it_cannot_work_in(shape, order, dtype):
+    # not square, not Fortran-contiguous, not float64: the blocked routines
+    # cannot copy, so they refuse before touching the buffer
+    from fastgp.linalg import _require_fortran
+
+    with pytest.raises(RuntimeError, match="square, writeable, float64"):
+        _require_fortran(np.zeros(shape, order=order, dtype=dtype), "factor")
+    read_only = np.zeros((3, 3), order="F")
+    read_only.flags.writeable = False
+    with pytest.raises(RuntimeError, match="cannot work in place"):
+        _require_fortran(read_only, "factor")

@@ -130,17 +130,35 @@ def test_sample_y_matches_sklearn(n_targets, normalize_y, rng):
 @pytest.mark.parametrize("n_targets", [None, 3])
 @pytest.mark.parametrize("kernel", [None, RBF(0.7) + WhiteKernel(0.2)],
                          ids=["default", "RBF+White"])
-def test_unfitted_prior_matches_sklearn(kernel, n_targets, rng):
+def test_unfitted_prior_is_the_kernels_zero_mean_gaussian(kernel, n_targets, rng):
+    # fastgp's prior runs scikit-learn's own predict; the independent
+    # reference is the model's definition: mean 0, covariance k(X*, X*)
+    # (R&W 2006, eq. 2.13 with no data), scikit-learn's default kernel
+    # 1.0 * RBF(1.0) where none is given
     X_query = rng.uniform(-2, 2, size=(9, 2))
     ours = GaussianProcessRegressor(kernel, n_targets=n_targets)
-    theirs = SklearnGPR(kernel, n_targets=n_targets)
-    np.testing.assert_array_equal(ours.predict(X_query), theirs.predict(X_query))
-    for flag in ("return_std", "return_cov"):
-        for a, b in zip(ours.predict(X_query, **{flag: True}),
-                        theirs.predict(X_query, **{flag: True})):
-            np.testing.assert_allclose(a, b, rtol=1e-14)
-    np.testing.assert_allclose(ours.sample_y(X_query, 4, random_state=1),
-                               theirs.sample_y(X_query, 4, random_state=1), rtol=1e-10)
+    prior = C(1.0, "fixed") * RBF(1.0, "fixed") if kernel is None else kernel
+    K = prior(X_query)
+    shape = (9,) if n_targets is None else (9, n_targets)
+    mean = ours.predict(X_query)
+    assert mean.shape == shape and np.all(mean == 0.0)
+    _, std = ours.predict(X_query, return_std=True)
+    expected_std = np.sqrt(np.diag(K))
+    if n_targets is not None:
+        expected_std = np.repeat(expected_std[:, None], n_targets, axis=1)
+    np.testing.assert_allclose(std, expected_std, rtol=1e-14)
+    _, cov = ours.predict(X_query, return_cov=True)
+    expected_cov = K if n_targets is None else np.repeat(K[:, :, None], n_targets, axis=2)
+    np.testing.assert_allclose(cov, expected_cov, rtol=1e-14, atol=1e-15)
+    # draws: zero mean and covariance K, within 6 standard errors of the sample
+    # moments (a Wishart's entrywise sd is sqrt((K_ij^2 + K_ii K_jj) / draws))
+    draws = 4000
+    samples = ours.sample_y(X_query, draws, random_state=1)
+    samples = samples if n_targets is None else samples[:, 0, :]
+    sd = np.sqrt(np.diag(K))
+    assert np.all(np.abs(samples.mean(axis=1)) < 6 * sd / np.sqrt(draws))
+    wishart_sd = np.sqrt((K**2 + np.outer(np.diag(K), np.diag(K))) / draws)
+    assert np.all(np.abs(np.cov(samples, bias=True) - K) < 6 * wishart_sd)
     assert not hasattr(ours, "kernel_")
 
 

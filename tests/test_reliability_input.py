@@ -151,7 +151,7 @@ def test_input_prediction_methods_before_fit_reject_bad_X(method):
 
 
 def test_input_log_marginal_likelihood_rejects_wrong_theta_length(fitted):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="theta has"):
         fitted.log_marginal_likelihood(np.zeros(7))
 
 
@@ -243,10 +243,10 @@ def test_input_failed_refit_leaves_the_previous_fit_intact(fitted):
     gpr = copy.deepcopy(fitted)
     X, _ = _data()
     before = gpr.predict(X[:3])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="NaN"):
         gpr.fit(X, np.full(len(X), np.nan))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="overflow"):
             gpr.fit(X, np.sin(X[:, 0]) * 1e300)  # fails after optimising
     np.testing.assert_array_equal(gpr.predict(X[:3]), before)

@@ -99,7 +99,15 @@ def test_pd_length_scale_that_makes_K_rank_one_gets_jitter_consistently():
     # the same model as scikit-learn's with the jitter as its alpha
     theirs = SklearnGPR(RBF(1e5, "fixed"), alpha=gpr.jitter_, optimizer=None).fit(X, y)
     Xq = np.linspace(0, 5, 7).reshape(-1, 1)
-    np.testing.assert_allclose(gpr.predict(Xq), theirs.predict(Xq), atol=1e-3)
+    # two Cholesky solves of one matrix differ by up to cond(K) x eps relative
+    # (Golub & Van Loan 2013, sec. 4.2.6): the tolerance is that bound, not a
+    # guess; K + jitter I is ill-conditioned by construction here
+    K = RBF(1e5)(X) + gpr.jitter_ * np.eye(len(X))
+    bound = 10 * np.linalg.cond(K) * np.finfo(float).eps
+    assert bound < 1e-3  # tighter than a loose absolute tolerance would be
+    expected = theirs.predict(Xq)
+    np.testing.assert_allclose(gpr.predict(Xq), expected, rtol=0,
+                               atol=bound * np.max(np.abs(expected)))
 
 
 def test_pd_sklearn_itself_refuses_the_rank_one_kernel():
@@ -175,10 +183,9 @@ def test_pd_past_the_bound_raises_naming_the_kernel_and_the_remedy():
     assert not hasattr(gpr, "L_")
 
 
-def test_pd_indefinite_kernel_makes_the_optimiser_back_off_not_raise():
-    # in optimisation, non-PD is an infinite objective: fit warns, never raises
-    # from the optimiser (it raises at the end only because the kept matrix
-    # itself is indefinite, checked above)
+def test_pd_indefinite_objective_is_infinite_with_a_zero_gradient():
+    # in optimisation, non-PD is an infinite objective (what makes a line
+    # search back off), never an exception
     from fastgp.covariance import make_covariance
     from fastgp.fitting import Workspace
     from fastgp.objective import NegLogMarginalLikelihood
@@ -190,6 +197,45 @@ def test_pd_indefinite_kernel_makes_the_optimiser_back_off_not_raise():
     objective = NegLogMarginalLikelihood(covariance, y, np.zeros(10), Workspace(10))
     value, grad = objective(np.array([0.0]))
     assert value == np.inf and np.all(grad == 0.0)
+
+
+class _IndefiniteAboveRBF(RBF):
+    """C-free RBF whose training covariance is indefinite (minus 2 I) once the
+    length scale exceeds ``LIMIT``: a kernel whose valid region the optimiser
+    must stay inside. Records the length scales it was called at."""
+
+    LIMIT = 2.0
+    calls = []
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        result = super().__call__(X, Y, eval_gradient)
+        if Y is None:
+            type(self).calls.append(float(np.squeeze(self.length_scale)))
+            if np.squeeze(self.length_scale) > self.LIMIT:
+                K = result[0] if eval_gradient else result
+                K -= 2.0 * np.eye(len(K))
+        return result
+
+
+@pytest.mark.parametrize("optimizer", ["fmin_l_bfgs_b", "CG"])
+def test_pd_optimiser_backs_off_from_an_indefinite_region_and_fits(optimizer):
+    # linear targets: the likelihood grows with the length scale, so the
+    # optimiser steps past LIMIT, meets an infinite objective there and must
+    # come back to the valid side instead of raising
+    X = np.linspace(0.0, 5.0, 15).reshape(-1, 1)
+    y = 0.4 * X[:, 0] - 1.0
+    _IndefiniteAboveRBF.calls = []
+    gpr = GaussianProcessRegressor(_IndefiniteAboveRBF(0.5, (1e-2, 1e3)), alpha=1e-2,
+                                   optimizer=optimizer, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gpr.fit(X, y)
+    tried = np.array(_IndefiniteAboveRBF.calls)
+    assert np.any(tried > _IndefiniteAboveRBF.LIMIT), "the optimiser never left the valid region"
+    assert 0.5 < gpr.kernel_.length_scale <= _IndefiniteAboveRBF.LIMIT
+    assert np.isfinite(gpr.log_marginal_likelihood_value_)
+    assert gpr.jitter_ == 0.0
+    _assert_consistent(gpr, X, y)
 
 
 # ------------------------------------------------------- the ladder itself
@@ -242,3 +288,22 @@ def test_pd_ladder_refuses_non_finite_matrices():
         cholesky_with_jitter(_filler(np.array([[1.0, 0.0], [np.nan, 1.0]])), B)
     with pytest.raises(NonFiniteMatrixError):
         cholesky_with_jitter(_filler(np.array([[np.inf, 0.0], [0.0, 1.0]])), B)
+
+
+def test_pd_ladder_refuses_a_zero_matrix_at_once():
+    # nothing to scale a jitter by (max diag K = 0): the first step is zero and
+    # the ladder must stop there, not loop adding nothing
+    B = np.zeros((3, 3), order="F")
+    with pytest.raises(NotPositiveDefiniteError):
+        cholesky_with_jitter(_filler(np.zeros((3, 3))), B)
+
+
+def test_pd_rounding_level_pivot_is_reported_by_its_one_based_order():
+    # dpotrf succeeds, but the third pivot squared (2.2e-16) is below
+    # n eps max(diag K): the error names leading minor 3, LAPACK's convention
+    from fastgp.linalg import _try_cholesky
+
+    K = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 1.0 + 3e-16]])
+    error = _try_cholesky(np.asfortranarray(K), rank_tolerance(3, 1.0 + 3e-16))
+    assert isinstance(error, NotPositiveDefiniteError)
+    assert error.order == 3 and "pivot 3 (of 3)" in str(error)

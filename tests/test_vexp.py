@@ -32,7 +32,11 @@ def test_vexp_kernel_range_random(rng=np.random.default_rng(0)):
      (710.0, np.inf), (1.0, np.e)],
 )
 def test_vexp_special_values(x, expected):
-    assert _vexp([x])[0] == pytest.approx(expected, rel=1e-15)
+    got = _vexp([x])[0]
+    if expected in (0.0, 1.0, np.inf):  # exact results: no tolerance
+        assert got == expected
+    else:
+        assert abs(got - expected) <= 2 * np.finfo(float).eps * expected
 
 
 def test_vexp_nan_propagates():
@@ -42,4 +46,4 @@ def test_vexp_nan_propagates():
 def test_vexp_uses_only_first_n_entries():
     x = np.array([0.0, 1.0, 2.0])
     exp_inplace(x, 2, np.empty(3))
-    assert x[2] == 2.0 and x[1] == pytest.approx(np.e, rel=1e-15)
+    assert x[2] == 2.0 and abs(x[1] - np.e) <= 2 * np.finfo(float).eps * np.e
