@@ -61,7 +61,7 @@ def _compositions():
     }
 
 
-#: name -> kernel: every kernel on the fast path of issue 2, alone and composed.
+#: name -> kernel: every kernel on the fast path, alone and composed.
 KERNELS = {**_leaves(), **_compositions()}
 
 #: Kernels with at least one free hyperparameter (gradients have components).

@@ -193,7 +193,7 @@ def test_latent_gradient_one_dimensional_periodic(rng):
 @pytest.mark.parametrize("kernel", _kernel_params(OBJECTIVE_KERNELS))
 def test_latent_gradient_matches_dense_formula(kernel, rng):
     """dL/dx_n = 1/2 sum_ij W_ij dK_ij/dx_n with dense W and dK from the
-    scikit-learn kernel (DESIGN.md), against the fused pass."""
+    scikit-learn kernel (docs/design.md), against the fused pass."""
     X, Y = _problem(rng, n_samples=12)
     objective = _objective(kernel, Y, 2)
     grad_x = objective(objective.pack(X, kernel.theta))[1][:X.size].reshape(X.shape)

@@ -1,4 +1,4 @@
-"""Fuzzing the public API (issue 6): random shapes, values (extremes and
+"""Fuzzing the public API: random shapes, values (extremes and
 non-finite ones included) and parameters; every outcome is a correct result
 or a documented exception.
 

@@ -1,4 +1,4 @@
-"""Bad input at the boundary (issue 6): for every public method, NaN or
+"""Bad input at the boundary: for every public method, NaN or
 infinity, wrong dimensions, too few samples, empty arrays, non-numeric input,
 a mismatched number of features, constant y, y of huge or tiny scale, and
 float32 or integer input: a clear ValueError or a correct result, never a

@@ -1,4 +1,4 @@
-"""Memory, before it is spent (issue 6): an operation that will not fit raises
+"""Memory, before it is spent: an operation that will not fit raises
 MemoryError naming both figures, N and the remedies, before any N x N
 allocation and any kernel pass; a user can proceed anyway; the available
 figure is read from /proc/meminfo and cgroup limits (v2 and v1, every ancestor
@@ -18,7 +18,7 @@ from fastgp import GaussianProcessRegressor
 from fastgp.memory import InsufficientMemoryError, MemoryReading, skip_memory_check
 from fastgp.fitting import Workspace
 
-#: issue 6's figure: a request for N = 200,000 (320 GB for the buffer alone).
+#: A request for N = 200,000 (320 GB for the buffer alone).
 N_HUGE = 200_000
 
 

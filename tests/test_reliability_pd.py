@@ -1,4 +1,4 @@
-"""Positive definiteness (issue 6): during optimisation a kernel matrix that is
+"""Positive definiteness: during optimisation a kernel matrix that is
 not positive definite makes the line search back off; the kept factorisation
 adds diagonal jitter in growing steps up to a bound, warns with the amount,
 keeps L_, alpha_ and the likelihood consistent with it, and past the bound

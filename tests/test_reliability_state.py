@@ -1,4 +1,4 @@
-"""Concurrency, global state, persistence and determinism (issue 6).
+"""Concurrency, global state, persistence and determinism.
 
 - Two estimators fitted at the same time in two threads give the same bits
   as fitted one after the other (fastgp._engine.config.PARALLEL_LOCK serialises the
