@@ -318,11 +318,18 @@ def test_state_results_on_one_and_two_blas_threads_agree_to_the_stated_tolerance
 
 def test_state_a_users_blas_block_in_another_thread_keeps_its_limit(
         machine_blas_threads, blas_counts_seen):
-    # threadpoolctl gives the limit to the Python thread inside its own
+    # threadpoolctl >= 3.8 gives the limit to the Python thread inside its own
     # threadpool_limits block: a worker's serial evaluation then runs at that
     # limit (fastgp's change is ignored) and agrees with the main thread's to
-    # the tolerance above, not bitwise (docs/reliability.md)
+    # the tolerance above, not bitwise (docs/reliability.md). Earlier
+    # threadpoolctl has no controlling thread: the worker's evaluation takes
+    # BLAS to one thread, and the user's limit is back once it ends
     _skip_unless_two_blas_threads(machine_blas_threads)
+    from threadpoolctl import ThreadpoolController
+
+    one_controlling_thread = any(
+        hasattr(type(lib), "clear_controlling_thread")
+        for lib in ThreadpoolController().select(user_api="blas").lib_controllers)
     gpr = _fit(1, optimizer=None)
     theta = gpr.kernel_.theta + 0.3
     on_main = gpr.log_marginal_likelihood(theta, eval_gradient=True)
@@ -332,7 +339,7 @@ def test_state_a_users_blas_block_in_another_thread_keeps_its_limit(
     by_thread = {}
     for name, counts in blas_counts_seen:
         by_thread.setdefault(name == threading.main_thread().name, set()).add(tuple(counts))
-    assert by_thread == {True: {(1,)}, False: {(2,)}}
+    assert by_thread == {True: {(1,)}, False: {(2,) if one_controlling_thread else (1,)}}
     np.testing.assert_allclose(in_worker[0], on_main[0], rtol=BLAS_COUNT_RTOL)
     np.testing.assert_allclose(in_worker[1], on_main[1], rtol=BLAS_COUNT_RTOL,
                                atol=BLAS_COUNT_RTOL * np.max(np.abs(on_main[1])))
