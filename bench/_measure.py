@@ -271,9 +271,11 @@ def environment():
         env["numba_threads"] = None
     try:
         from threadpoolctl import threadpool_info
-        env["blas"] = [{k: info.get(k) for k in ("internal_api", "version",
-                                                 "num_threads", "architecture",
-                                                 "threading_layer", "filepath")}
+        # the library's file name, not its path on this machine
+        env["blas"] = [{**{k: info.get(k) for k in ("internal_api", "version",
+                                                    "num_threads", "architecture",
+                                                    "threading_layer")},
+                        "library": Path(info.get("filepath") or "").name}
                        for info in threadpool_info()]
     except ImportError:  # pragma: no cover
         env["blas"] = None

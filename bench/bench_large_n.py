@@ -80,7 +80,7 @@ def _blas_kernels():
     from threadpoolctl import threadpool_info
 
     import scipy.linalg  # noqa: F401  (loads scipy's OpenBLAS)
-    return [{k: info.get(k) for k in ("filepath", "version", "num_threads", "architecture")}
+    return [{k: info.get(k) for k in ("version", "num_threads", "architecture")}
             for info in threadpool_info() if info.get("internal_api") == "openblas"]
 
 
@@ -136,18 +136,25 @@ def _model(optimizer):
                                     optimizer=optimizer)
 
 
+def _timed_fit(optimizer, n):
+    """A warm-up fit at N = 64 (Numba compiles), then the fit at ``n``:
+    (result dict with warm_up_s, fit_s and memory)."""
+    start = time.perf_counter()
+    _model(optimizer).fit(*_gpr_data(64))
+    result = {"warm_up_s": time.perf_counter() - start}
+    X, y = _gpr_data(n)
+    with PeakMemory() as mem:
+        start = time.perf_counter()
+        _model(optimizer).fit(X, y)
+        result["fit_s"] = time.perf_counter() - start
+    result["memory"] = mem.as_dict(n)
+    return result
+
+
 def _run_gpr(spec):
     """The ``gpr`` case: a fit without optimiser."""
-    start = time.perf_counter()
-    _model(None).fit(*_gpr_data(64))
-    result = {"warm_up_s": time.perf_counter() - start}
-    n = spec["n"]
-    X, y = _gpr_data(n)
-    with PeakMemory() as fit_mem:
-        start = time.perf_counter()
-        _model(None).fit(X, y)
-        result["fit_s"] = time.perf_counter() - start
-    result.update(time_s=result["fit_s"], memory=fit_mem.as_dict(n))
+    result = _timed_fit(None, spec["n"])
+    result["time_s"] = result["fit_s"]
     return result
 
 
@@ -163,16 +170,8 @@ def _run_lml(spec):
                     nlml_grad=np.asarray(grad).tolist())
         return theta0, value
 
-    start = time.perf_counter()
-    _model(one_evaluation).fit(*_gpr_data(64))
-    result = {"warm_up_s": time.perf_counter() - start}
-    n = spec["n"]
-    X, y = _gpr_data(n)
-    with PeakMemory() as mem:
-        start = time.perf_counter()
-        _model(one_evaluation).fit(X, y)
-        result["fit_s"] = time.perf_counter() - start
-    result.update(step, time_s=step["lml_grad_s"], memory=mem.as_dict(n))
+    result = _timed_fit(one_evaluation, spec["n"])  # the warm-up's step is overwritten
+    result.update(step, time_s=step["lml_grad_s"])
     return result
 
 
