@@ -55,13 +55,15 @@ __all__ = ["LaplaceObjective", "LaplaceMode", "latent_moments",
 #: by less than this (absolute), scikit-learn's criterion.
 NEWTON_TOL = 1e-10
 
-#: Columns per block of the triangle-wise passes below: their temporaries are
-#: at most N x BLOCK floats.
+#: Most columns per block of the triangle-wise passes below; a block is also
+#: at most N / 32 columns wide (and at least 16), so that their temporaries,
+#: a few N x block arrays, stay below a sixteenth of the N x N buffer.
 BLOCK = 128
 
 
 # ---------------------------------------------------------------- triangles
-def _blocks(n, block=BLOCK):
+def _blocks(n):
+    block = max(16, min(BLOCK, n // 32))
     for j0 in range(0, n, block):
         yield j0, min(n, j0 + block)
 
