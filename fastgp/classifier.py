@@ -28,7 +28,12 @@ from .lowering import lower_kernel
 from .laplace import LaplaceObjective, latent_moments, positive_class_probability
 from .memory import check_memory, laplace_fit_bytes
 from .optimize import minimize_with_restarts
-from .validation import Interval, StrOptions, check_kernel_hyperparameters
+from .validation import (
+    Interval,
+    StrOptions,
+    check_finite_result,
+    check_kernel_hyperparameters,
+)
 
 __all__ = ["GaussianProcessClassifier"]
 
@@ -177,8 +182,14 @@ class _BinaryLaplaceClassifier(BaseEstimator):
         check_is_fitted(self)
         X = _training_input(X, self.kernel_)
         covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
-        return latent_moments(covariance, self.kernel_.theta, self.L_, self.W_sr_,
-                              self.y_train_ - self.pi_, X, want_var)
+        mean, var = latent_moments(covariance, self.kernel_.theta, self.L_, self.W_sr_,
+                                   self.y_train_ - self.pi_, X, want_var)
+        # never NaN returned in silence: the kernel overflows at these inputs
+        hint = "The kernel at these inputs overflows float64; rescale X."
+        check_finite_result("the latent mean", mean, hint)
+        if want_var:
+            check_finite_result("the latent variance", var, hint)
+        return mean, var
 
     def predict(self, X):
         """Classes (from ``classes_``) of the sign of the latent mean: the
