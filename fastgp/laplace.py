@@ -350,27 +350,29 @@ class LaplaceObjective:
 # ---------------------------------------------------------------- Alg. 3.2
 def latent_moments(covariance, theta, L, W_sr, g, X_query, want_var):
     """Latent mean (m,) and, if ``want_var``, variance (m,) at X_query
-    (Alg. 3.2 lines 4-6), through the query points in chunks so that the
-    extra memory is O(n x chunk):
+    (Alg. 3.2 lines 4-6). The mean alone is one product pass of the backend
+    (``cross_matmat``, O(n + m) memory); with the variance, the query points
+    are taken in chunks so that the extra memory is O(n x chunk):
 
         mean = k*^T (y - pi),  v = L \\ (W^1/2 k*),  var = k(x*, x*) - v^T v.
 
     covariance : backend over the training X; L : (n, n) F-contiguous lower
     factor of B; W_sr, g = y - pi : (n,).
     """
+    if not want_var:  # one pass, no (n, chunk) block
+        return covariance.cross_matmat(theta, X_query, g), None
     m = len(X_query)
     mean = np.empty(m)
-    var = np.empty(m) if want_var else None
+    var = np.empty(m)
     step = chunk_rows(L.shape[0])
     for start in range(0, m, step):
         stop = min(m, start + step)
         Kt = covariance.cross(theta, X_query[start:stop])  # (n, c) F-order
         mean[start:stop] = Kt.T @ g
-        if want_var:
-            Kt *= W_sr[:, None]
-            V = solve_lower_in_place(L, Kt)
-            var[start:stop] = (covariance.diag(theta, X_query[start:stop])
-                               - np.einsum("ij,ij->j", V, V))
+        Kt *= W_sr[:, None]
+        V = solve_lower_in_place(L, Kt)
+        var[start:stop] = (covariance.diag(theta, X_query[start:stop])
+                           - np.einsum("ij,ij->j", V, V))
     return mean, var
 
 
