@@ -24,8 +24,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .covariance import make_covariance
 from .fitting import FactorMessages, Workspace, fit_objective, run_fit
-from .lowering import lower_kernel
 from .laplace import LaplaceObjective, latent_moments, positive_class_probability
+from .lowering import lower_kernel
 from .memory import check_memory, laplace_fit_bytes
 from .optimize import minimize_with_restarts
 from .validation import (

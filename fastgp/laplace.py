@@ -396,7 +396,9 @@ def positive_class_probability(mean, var):
     """The predictive probability of the positive class (Alg. 3.2 line 7),
     integral sigma(z) N(z | mean, var) dz, with sigma replaced by the probit
     mixture above: each term integrates in closed form,
-    integral Phi(sqrt(2) lambda z) N(z | mu, v) dz = Phi(sqrt(2) lambda mu / sqrt(1 + 2 lambda^2 v)).
+
+        integral Phi(sqrt(2) lambda z) N(z | mu, v) dz
+            = Phi(sqrt(2) lambda mu / sqrt(1 + 2 lambda^2 v)).
 
     mean, var : (m,) float64; returns (m,).
     """
