@@ -7,6 +7,7 @@ mathematics is :mod:`fastgp.laplace`'s; its fit runs in the fit core
 (:mod:`fastgp.fitting`), as the regressor's does.
 """
 
+import contextvars
 import math
 import types
 from numbers import Integral
@@ -14,6 +15,7 @@ from numbers import Integral
 import numpy as np
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessClassifier as _SklearnGPC
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -22,6 +24,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._user_warnings import warn_user
 from .covariance import make_covariance
 from .fitting import FactorMessages, Workspace, fit_objective, run_fit
 from .laplace import LaplaceObjective, latent_moments, positive_class_probability
@@ -36,6 +39,15 @@ from .validation import (
 )
 
 __all__ = ["GaussianProcessClassifier"]
+
+#: While a multi-class fit runs its binary models one after another in this
+#: thread, a list that collects a KeyboardInterrupt (Ctrl-C) that ended one
+#: model's optimisation: that model keeps its best point, the models after it
+#: are fitted at the kernel's initial hyperparameters without optimising, and
+#: the multi-class fit publishes them all and then re-raises the interrupt.
+#: None elsewhere (joblib workers in other processes or threads do not see
+#: it, and an interrupt there propagates).
+_INTERRUPTS = contextvars.ContextVar("fastgp_classifier_interrupts", default=None)
 
 
 def _default_kernel():
@@ -81,11 +93,20 @@ class _BinaryLaplaceClassifier(BaseEstimator):
     def fit(self, X, y):
         """Fit on (X, y), y with two classes; returns self. A fit that raises
         leaves the model as it was; Ctrl-C keeps the best point, then
-        propagates."""
-        run_fit(self, lambda: self._fit(X, y))
+        propagates, except inside a multi-class fit that collects it
+        (:data:`_INTERRUPTS`): then this model stays fitted at its best
+        point, and the models after it are fitted without optimising."""
+        interrupts = _INTERRUPTS.get()
+        optimize_theta = not interrupts  # no collector, or nothing collected yet
+        try:
+            run_fit(self, lambda: self._fit(X, y, optimize_theta))
+        except KeyboardInterrupt as exc:
+            if interrupts is None or not hasattr(self, "L_"):
+                raise
+            interrupts.append(exc)
         return self
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, optimize_theta=True):
         kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
         check_kernel_hyperparameters(kernel)
         rng = check_random_state(self.random_state)
@@ -110,7 +131,7 @@ class _BinaryLaplaceClassifier(BaseEstimator):
                                      warm_start=self.warm_start)
 
         def optimize(evaluate):
-            if self.optimizer is None or kernel.n_dims == 0:
+            if self.optimizer is None or kernel.n_dims == 0 or not optimize_theta:
                 return kernel.theta, 0, None
             best = minimize_with_restarts(
                 evaluate, kernel.theta, kernel.bounds, self.optimizer,
@@ -248,10 +269,9 @@ class _BinaryLaplaceClassifier(BaseEstimator):
 
 
 class GaussianProcessClassifier(_SklearnGPC):
-    """Gaussian process classification (Laplace approximation) whose Newton
-    iterations and gradient work in one N x N buffer.
+    """Gaussian process classification with the Laplace approximation in one buffer.
 
-    A drop-in replacement for
+    Newton's iterations and the gradient work in one N x N buffer. A drop-in replacement for
     :class:`sklearn.gaussian_process.GaussianProcessClassifier`: the same
     constructor, defaults, fitted attributes, methods and messages, and
     scikit-learn's kernel objects. The binary model follows Rasmussen &
@@ -325,10 +345,12 @@ class GaussianProcessClassifier(_SklearnGPC):
     model, jitter is added to its diagonal with a
     :class:`~fastgp.linalg.JitterWarning`. Optimiser trouble keeps the best
     point with a ConvergenceWarning; a KeyboardInterrupt during a binary
-    optimisation keeps the best point, fits the estimator there and then
-    propagates (for more than two classes, where the one-vs-rest or
-    one-vs-one loop cannot finish, the estimator is left as it was). A fit
-    that raises leaves a previously fitted estimator as it was.
+    model's optimisation keeps its best point, fits the estimator there and
+    then propagates (with more than two classes fitted one after another,
+    the models after the interrupted one are fitted at the kernel's initial
+    hyperparameters without optimising; with ``n_jobs`` the estimator is left
+    as it was). A fit that raises leaves a previously fitted estimator as it
+    was.
 
     Examples
     --------
@@ -424,13 +446,28 @@ class GaussianProcessClassifier(_SklearnGPC):
         else:
             base = OneVsOneClassifier(binary, n_jobs=self.n_jobs)
         interrupt = None
-        try:
-            base.fit(X, y)
-        except KeyboardInterrupt as exc:
-            # the binary model kept its best point and is fitted there
-            if base is not binary or not hasattr(binary, "L_"):
-                raise
-            interrupt = exc
+        if n_classes == 2:
+            try:
+                base.fit(X, y)
+            except KeyboardInterrupt as exc:
+                # the binary model kept its best point and is fitted there
+                if not hasattr(binary, "L_"):
+                    raise
+                interrupt = exc
+        else:
+            interrupts = []
+            token = _INTERRUPTS.set(interrupts)
+            try:
+                base.fit(X, y)
+            finally:
+                _INTERRUPTS.reset(token)
+            if interrupts:
+                interrupt = interrupts[0]
+                warn_user(
+                    "The fit was interrupted (KeyboardInterrupt): the binary model "
+                    "being optimised keeps its best point, and the models after it "
+                    "were fitted at the kernel's initial hyperparameters without "
+                    "optimising; then the interrupt propagates.", ConvergenceWarning)
         if n_classes > 2:
             lml = np.mean([e.log_marginal_likelihood() for e in base.estimators_])
         else:

@@ -251,19 +251,44 @@ def test_classifier_keyboard_interrupt_keeps_the_best_point_then_propagates(monk
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_classifier_keyboard_interrupt_without_a_kept_point_leaves_the_fit_as_it_was(
         monkeypatch, n_classes):
-    """Before any finite point (binary), or inside one of several models
-    whose loop cannot finish (multi-class), the interrupt propagates and the
-    earlier fit stays."""
+    """An interrupt before any finite point propagates, and the earlier fit
+    stays."""
     X, y = _data(n_classes=n_classes)
     fitted = GaussianProcessClassifier(_kernel()).fit(X, y)
     before, proba = dict(vars(fitted)), fitted.predict_proba(X)
-    _Interrupting(monkeypatch, 0 if n_classes == 2 else 3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        with pytest.raises(KeyboardInterrupt):
-            fitted.fit(X, y)
+    _Interrupting(monkeypatch, 0)
+    with pytest.raises(KeyboardInterrupt):
+        fitted.fit(X, y)
     _same_state(before, fitted)
     np.testing.assert_array_equal(fitted.predict_proba(X), proba)
+
+
+def test_classifier_keyboard_interrupt_in_a_multi_class_fit_keeps_every_model(monkeypatch):
+    """Ctrl-C in the first of three one-vs-rest models: it keeps its best
+    point, the two after it are fitted at the initial hyperparameters, the
+    estimator is published, then the interrupt propagates."""
+    X, y = _data(n_classes=3)
+    interrupt = _Interrupting(monkeypatch, 4)
+    gpc = GaussianProcessClassifier(_kernel())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            gpc.fit(X, y)
+    assert any("models after it were fitted at the kernel's initial" in str(w.message)
+               for w in caught if issubclass(w.category, ConvergenceWarning))
+    models = gpc.base_estimator_.estimators_
+    best = int(np.argmin(interrupt.values))
+    np.testing.assert_allclose(models[0].kernel_.theta, interrupt.thetas[best], rtol=1e-14)
+    for model in models[1:]:
+        np.testing.assert_array_equal(model.kernel_.theta, _kernel().theta)
+    assert len(interrupt.values) == 4  # nothing optimised after the interrupt
+    proba = gpc.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # a fit afterwards optimises every model again
+    monkeypatch.undo()
+    refit = GaussianProcessClassifier(_kernel()).fit(X, y)
+    assert all(np.any(m.kernel_.theta != _kernel().theta)
+               for m in refit.base_estimator_.estimators_)
 
 
 # --------------------------------------------------------------- bad input
