@@ -26,7 +26,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._user_warnings import warn_user
 from .covariance import make_covariance
-from .fitting import FactorMessages, Workspace, fit_objective, run_fit
+from .fitting import (
+    FactorMessages,
+    Workspace,
+    evaluate_on_idle_cores,
+    fit_objective,
+    run_fit,
+)
 from .laplace import LaplaceObjective, latent_moments, positive_class_probability
 from .lowering import lower_kernel
 from .memory import check_memory, laplace_fit_bytes
@@ -203,8 +209,9 @@ class _BinaryLaplaceClassifier(BaseEstimator):
         check_is_fitted(self)
         X = _training_input(X, self.kernel_)
         covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
-        mean, var = latent_moments(covariance, self.kernel_.theta, self.L_, self.W_sr_,
-                                   self.y_train_ - self.pi_, X, want_var)
+        mean, var = evaluate_on_idle_cores(
+            len(self.y_train_), latent_moments, covariance, self.kernel_.theta, self.L_,
+            self.W_sr_, self.y_train_ - self.pi_, X, want_var)
         # never NaN returned in silence: the kernel overflows at these inputs
         hint = "The kernel at these inputs overflows float64; rescale X."
         check_finite_result("the latent mean", mean, hint)
@@ -259,10 +266,10 @@ class _BinaryLaplaceClassifier(BaseEstimator):
                                      warm_start=self.warm_start,
                                      f_cached=getattr(self, "_f_cached", None))
         if eval_gradient:
-            value, grad = objective(theta)
+            value, grad = evaluate_on_idle_cores(n_samples, objective, theta)
             result = (-value, -grad)
         else:
-            result = -objective.value(theta)
+            result = -evaluate_on_idle_cores(n_samples, objective.value, theta)
         if objective.f_cached is not None:
             self._f_cached = objective.f_cached  # scikit-learn's warm start
         return result
