@@ -338,7 +338,7 @@ class GaussianProcessClassifier(_SklearnGPC):
     classes_ : ndarray of shape (n_classes,)
     n_classes_ : int
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (n_features,)
         Only when X has string feature names.
 
     Notes
@@ -485,6 +485,95 @@ class GaussianProcessClassifier(_SklearnGPC):
             "n_classes_": n_classes,
             "log_marginal_likelihood_value_": lml,
         }, types.SimpleNamespace(interrupt=interrupt)
+
+    # scikit-learn's methods, documented here (their own docstrings cite
+    # scikit-learn's glossary and references, which fastgp's site lacks)
+    def predict(self, X):
+        """Predict the class of each query point.
+
+        The class whose binary model's latent mean is positive (the MAP
+        decision, Rasmussen & Williams 2006, sec. 3.4.2); with more than two
+        classes, scikit-learn's one-vs-rest or one-vs-one vote.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Predicted labels, from ``classes_``.
+        """
+        return super().predict(X)
+
+    def predict_proba(self, X):
+        """Probability of each class at each query point.
+
+        Rasmussen & Williams (2006), Alg. 3.2: the latent mean and variance
+        from the kept factor, and the logistic function integrated against
+        them (Williams & Barber's probit mixture); one-vs-rest probabilities
+        are normalised to sum to one. Not available for one-vs-one.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities, columns in the order of ``classes_``.
+        """
+        return super().predict_proba(X)
+
+    def latent_mean_and_variance(self, X):
+        """Mean and variance of the latent function at the query points.
+
+        Rasmussen & Williams (2006), Alg. 3.2 lines 4 and 6; binary
+        classification only.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
+
+        Returns
+        -------
+        latent_mean : ndarray of shape (n_samples,)
+            Mean of the latent function.
+        latent_var : ndarray of shape (n_samples,)
+            Variance of the latent function.
+        """
+        return super().latent_mean_and_variance(X)
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Approximate log marginal likelihood of ``theta`` for the training data.
+
+        Rasmussen & Williams (2006), eq. 3.32 at Newton's mode, and its
+        gradient by Alg. 5.1, in one N x N buffer of the call's own (``L_``
+        is left untouched). With more than two classes, the mean over the
+        binary models (no gradient).
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,), default=None
+            Log-space hyperparameters: of one binary model (used for all),
+            or of the compound kernel. None returns the fitted value.
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to ``theta`` (binary only).
+        clone_kernel : bool, default=True
+            If False, the fitted kernel's theta is set to ``theta``.
+
+        Returns
+        -------
+        log_likelihood : float
+            The approximate log marginal likelihood; ``-inf`` where
+            B = I + W^1/2 K W^1/2 is not positive definite.
+        log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
+            Its gradient; only with ``eval_gradient``.
+        """
+        return super().log_marginal_likelihood(theta, eval_gradient, clone_kernel)
 
     def _check_fit_memory(self, X, counts):
         """Every N x N buffer alive at once: one kept factor per binary model,

@@ -23,8 +23,10 @@ def test_classifier_docstrings_pass_numpydoc_validation():
     from sklearn.utils import estimator_html_repr
 
     ignored = {"SA01", "EX01", "ES01"}
-    for name in ("fastgp.GaussianProcessClassifier", "fastgp.GaussianProcessClassifier.fit",
-                 "fastgp.memory.laplace_fit_bytes"):
+    methods = ("fit", "predict", "predict_proba", "latent_mean_and_variance",
+               "log_marginal_likelihood")
+    for name in ("fastgp.GaussianProcessClassifier", "fastgp.memory.laplace_fit_bytes",
+                 *(f"fastgp.GaussianProcessClassifier.{m}" for m in methods)):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             result = numpydoc_validate.validate(name)
