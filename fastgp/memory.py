@@ -434,8 +434,9 @@ def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
 def laplace_fit_bytes(model_sizes, n_features, n_theta, fast=True, n_parallel=1):
     """Estimate the peak extra bytes of a GaussianProcessClassifier fit.
 
-    docs/design.md, "The Laplace classifier in one buffer". One binary model per entry of ``model_sizes`` (its number of samples),
-    each keeping its N x N factor (``L_``, the buffer its fit worked in), so
+    docs/design.md, "The Laplace classifier in one buffer". One binary
+    model per entry of ``model_sizes`` (its number of samples), each keeping
+    its N x N factor (``L_``, the buffer its fit worked in), so
     all of them are alive at the end; while they are fitted, the models in
     flight add O(N (d + 1)) vectors and column-block temporaries of
     N x 256 floats, and on the general path (a kernel object fastgp cannot
