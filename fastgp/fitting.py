@@ -53,6 +53,7 @@ __all__ = [
     "atomic_fit",
     "publish",
     "run_fit",
+    "evaluate_on_idle_cores",
 ]
 
 
@@ -295,3 +296,13 @@ def run_fit(estimator, work):
         publish(estimator, attributes)
     if fitted.interrupt is not None:
         raise fitted.interrupt
+
+
+def evaluate_on_idle_cores(n_samples, function, *args):
+    """``function(*args)`` outside a fit (an estimator's
+    ``log_marginal_likelihood(theta)`` or prediction) under a fit's thread
+    settings (:func:`fastgp._engine.threads.threads_for`): serial below its
+    threshold, otherwise Numba and BLAS on the cores idle when it starts, so
+    that LAPACK's threads do not wait for time slices on a busy machine."""
+    with threads_for(n_samples) as governor:
+        return governor.evaluate(function, *args)

@@ -57,6 +57,7 @@ __all__ = [
     "format_bytes",
     "fit_bytes",
     "gplvm_fit_bytes",
+    "laplace_fit_bytes",
     "log_marginal_likelihood_bytes",
     "predict_cov_bytes",
     "sample_y_bytes",
@@ -428,6 +429,50 @@ def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
     """
     n, d, q = int(n_samples), int(n_features), int(n_components)
     return 8 * 2**20 + _F8 * (n * n + int(n_blocks) * n * q + n * (6 * d + 30 * q + 4))
+
+
+def laplace_fit_bytes(model_sizes, n_features, n_theta, fast=True, n_parallel=1):
+    """Estimate the peak extra bytes of a GaussianProcessClassifier fit.
+
+    docs/design.md, "The Laplace classifier in one buffer". One binary
+    model per entry of ``model_sizes`` (its number of samples), each keeping
+    its N x N factor (``L_``, the buffer its fit worked in), so
+    all of them are alive at the end; while they are fitted, the models in
+    flight add O(N (d + 1)) vectors and column-block temporaries of
+    N x 256 floats, and on the general path (a kernel object fastgp cannot
+    lower) scikit-learn's (N, N, n_theta) gradient tensor and three N x N
+    matrices each. With ``n_parallel`` > 1 (joblib workers), each model in
+    flight is also sent back to the parent as a copy of its factor.
+
+    Parameters
+    ----------
+    model_sizes : sequence of int
+        Training samples of each binary model (N for a binary problem; N per
+        class for one-vs-rest; the two classes' samples per pair for
+        one-vs-one).
+    n_features : int
+        Input dimensions d.
+    n_theta : int
+        Free hyperparameters of one model.
+    fast : bool, default=True
+        Whether the kernel is on fastgp's fast path.
+    n_parallel : int, default=1
+        Models fitted at once.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    sizes = [int(n) for n in model_sizes]
+    largest = max(sizes, default=0)
+    in_flight = min(max(int(n_parallel), 1), max(len(sizes), 1))
+    working = _F8 * largest * (2 * int(n_features) + 24 + 2 * 256)
+    if not fast:
+        working += _F8 * largest * largest * (int(n_theta) + 3)
+    if in_flight > 1:
+        working += _F8 * largest * largest
+    return _FIXED + sum(_F8 * n * n for n in sizes) + in_flight * working
 
 
 def log_marginal_likelihood_bytes(n_samples, n_targets, n_theta, eval_gradient, fast=True):
