@@ -306,15 +306,19 @@ def budget_reading():
                 else MemoryReading(limit, f"{LIMIT_ENV}={format_bytes(limit)}"))
     directory = ledger_dir()
     with _ledger_lock(directory):
-        state = _free(_entries(directory))
+        entries = _entries(directory)
+        state = _free(entries)
     if state is None:
         return None
     free, source, _ = state
-    return MemoryReading(max(0, int(free)), _with_reservations(source))
+    return MemoryReading(max(0, int(free)), _with_reservations(source, entries))
 
 
-def _with_reservations(source):
-    return f"{source}, less the reservations of fastgp fits on this machine"
+def _with_reservations(source, entries):
+    if not entries:
+        return source
+    return (f"{source}, less the reservations of fastgp fits on this machine: "
+            f"{_holders(entries)}")
 
 
 # ---------------------------------------------------------------- reservations
@@ -404,10 +408,8 @@ def covered_by_reservation():
 
 
 def _refuse(needed, free, source, entries, budget, reason):
-    holders = _holders(entries)
-    extra = (f" Other fastgp fits on this machine hold {holders}." if holders else "")
-    return refusal(needed, max(0, int(free)), _with_reservations(source) if entries
-                   else source, reason=reason + extra, **budget)
+    return refusal(needed, max(0, int(free)), _with_reservations(source, entries),
+                   reason=reason, **budget)
 
 
 def check_could_fit(needed, *, n_samples, operation, remedies, size=None):
@@ -487,9 +489,9 @@ def reserve(needed, *, n_samples, operation, remedies, size=None, timeout=None,
         if not warned:
             warn_user(
                 f"{operation} needs {format_bytes(needed)} of memory and only "
-                f"{format_bytes(max(0, free))} is free now ({_with_reservations(source)}): "
-                f"it waits up to {timeout:g} s ({TIMEOUT_ENV}) for the other fastgp fits "
-                f"on this machine to release memory: {_holders(entries)}.",
+                f"{format_bytes(max(0, free))} is free now ({source}): it waits up to "
+                f"{timeout:g} s ({TIMEOUT_ENV}) for the other fastgp fits on this "
+                f"machine to release memory: {_holders(entries)}.",
                 MemoryWaitWarning)
             warned = True
         time.sleep(min(poll, max(0.0, timeout - waited)))
