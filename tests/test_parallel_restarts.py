@@ -121,7 +121,7 @@ def test_parallel_restarts_refuse_what_could_never_fit_before_dispatching(
 
 @pytest.mark.slow
 def test_parallel_restarts_on_a_dask_cluster_give_the_local_fit(ledger, sequential):
-    distributed = pytest.importorskip("distributed")  # the test extra installs it
+    import distributed  # in the test extra
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
@@ -136,3 +136,20 @@ def test_parallel_restarts_on_a_dask_cluster_give_the_local_fit(ledger, sequenti
     assert runs == 4
     assert {task["worker"] for task in tasks} <= set(worker_pids)
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids.values()
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_parallel_restarts_benchmark_runs_at_a_tiny_n(ledger, tmp_path, capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench import bench_restarts
+
+    out = tmp_path / "restarts.json"
+    assert bench_restarts.main(["--n", "60", "--backend", "threading",
+                                "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc["cases"]) == {"1", "2"} and doc["same_optimum"]
+    assert "same optimum" in capsys.readouterr().out
