@@ -113,6 +113,28 @@ def single_threaded_blas():
         pin.release()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_memory_ledger(tmp_path_factory):
+    """fastgp's machine-wide memory ledger (fastgp.memory_budget) in a
+    directory of this session's own (the environment variable is inherited
+    by the processes the tests start): another test run on the machine must
+    not make a test wait for its reservations, or turn a test's fake "tiny
+    machine" into one that would fit after others release."""
+    import os
+
+    from fastgp.memory_budget import LEDGER_ENV
+
+    before = os.environ.get(LEDGER_ENV)
+    os.environ[LEDGER_ENV] = str(tmp_path_factory.mktemp("memory-ledger"))
+    try:
+        yield os.environ[LEDGER_ENV]
+    finally:
+        if before is None:
+            del os.environ[LEDGER_ENV]
+        else:
+            os.environ[LEDGER_ENV] = before
+
+
 @pytest.fixture
 def machine_blas_threads(single_threaded_blas):
     """The machine's own BLAS thread counts for one test (the session's pin
