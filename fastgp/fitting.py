@@ -207,9 +207,12 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     optimize_in_workers : bool, default=False
         ``optimize`` runs its evaluations in joblib workers, each with a
         workspace and a reservation of its own (:mod:`fastgp.restarts`); it is
-        called with ``evaluate=None``. This process then only checks that the
-        fit could fit at all before it, and reserves for the final factor
-        after it (holding a reservation meanwhile could starve its workers).
+        called with one run's budget instead of ``evaluate``: a dict of
+        ``needed`` (bytes), ``n_samples``, ``operation`` and ``remedies``, the
+        arguments of :func:`fastgp.memory_budget.reserve`. This process then
+        only checks that the fit could fit at all before it, and reserves for
+        the final factor after it (holding a reservation meanwhile could
+        starve its workers).
 
     Returns
     -------
@@ -228,11 +231,12 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     lives until that array is freed, or ends here if the fit raises.
     """
     n_samples = objective.n_samples
-    budget = dict(n_samples=n_samples, operation=operation, remedies=remedies)
+    budget = dict(needed=needed_bytes, n_samples=n_samples, operation=operation,
+                  remedies=list(remedies))
     if optimize_in_workers:
-        check_could_fit(needed_bytes, **budget)
-        point, n_iterations, interrupt = optimize(None)
-    reservation = reserve(needed_bytes, **budget)
+        check_could_fit(**budget)
+        point, n_iterations, interrupt = optimize(budget)
+    reservation = reserve(**budget)
     try:
         with reservation.covering(), threads_for(n_samples) as governor:
             if not optimize_in_workers:

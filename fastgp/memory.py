@@ -550,8 +550,14 @@ def refusal(needed, available, source, *, n_samples, operation, remedies, size=N
         Bytes the operation would allocate, and bytes it may have.
     source : str
         Where ``available`` was read.
-    n_samples, operation, remedies, size
-        As :func:`check_memory`.
+    n_samples : int
+        The N that sets the size (as :func:`check_memory`).
+    operation : str
+        What would allocate it (as :func:`check_memory`).
+    remedies : sequence of str
+        What the user can do (as :func:`check_memory`).
+    size : str or None
+        How the message names the size (as :func:`check_memory`).
     reason : str
         Said after the figures (why waiting would not help, or how long
         fastgp waited).

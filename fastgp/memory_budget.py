@@ -132,7 +132,7 @@ class MemoryWaitWarning(UserWarning):
 
 
 def parse_memory_size(text):
-    """Bytes from ``"12GiB"``, ``"1.5 GB"``, ``"500000000"``.
+    """Parse a memory size: ``"12GiB"``, ``"1.5 GB"``, ``"500000000"``.
 
     Parameters
     ----------
@@ -164,6 +164,12 @@ def parse_memory_size(text):
 def memory_limit():
     """The budget set by ``FASTGP_MEMORY_LIMIT`` in bytes, or None if unset.
 
+    Returns
+    -------
+    int or None
+        Bytes (:func:`parse_memory_size`); None where the variable is unset
+        or empty.
+
     Raises
     ------
     ValueError
@@ -174,9 +180,18 @@ def memory_limit():
 
 
 def wait_timeout():
-    """Seconds a fit waits for memory (``FASTGP_MEMORY_TIMEOUT``, default
-    :data:`DEFAULT_TIMEOUT`); ValueError for a value that is not a
-    non-negative number."""
+    """Read how many seconds a fit waits for memory.
+
+    Returns
+    -------
+    float
+        ``FASTGP_MEMORY_TIMEOUT``, or :data:`DEFAULT_TIMEOUT` where unset.
+
+    Raises
+    ------
+    ValueError
+        The variable is not a non-negative number.
+    """
     text = os.environ.get(TIMEOUT_ENV, "").strip()
     if not text:
         return DEFAULT_TIMEOUT
@@ -190,8 +205,14 @@ def wait_timeout():
 
 
 def ledger_dir():
-    """The ledger's directory (``FASTGP_MEMORY_LEDGER`` or
-    ``<temporary directory>/fastgp-memory-ledger``), created if missing."""
+    """The ledger's directory, created if missing.
+
+    Returns
+    -------
+    str
+        ``FASTGP_MEMORY_LEDGER``, or ``fastgp-memory-ledger`` under
+        :func:`tempfile.gettempdir` where unset.
+    """
     path = os.environ.get(LEDGER_ENV) or os.path.join(tempfile.gettempdir(),
                                                        "fastgp-memory-ledger")
     if not os.path.isdir(path):
@@ -296,10 +317,17 @@ def _holders(entries):
 
 
 def budget_reading():
-    """The memory a new operation may use now on this machine, as a
-    :class:`~fastgp.memory.MemoryReading`: ``FASTGP_MEMORY_LIMIT`` or the
-    detected available memory, less the live reservations (module
-    docstring). None where nothing can be read."""
+    """The memory a new operation may use now on this machine.
+
+    ``FASTGP_MEMORY_LIMIT`` or the detected available memory, less the live
+    reservations (the module docstring says how they count).
+
+    Returns
+    -------
+    fastgp.memory.MemoryReading or None
+        Bytes and where they were read (the holders named); None where
+        nothing can be read.
+    """
     if fcntl is None:
         limit = memory_limit()
         return (memory.available_memory() if limit is None
@@ -431,15 +459,23 @@ def check_could_fit(needed, *, n_samples, operation, remedies, size=None):
 
 def reserve(needed, *, n_samples, operation, remedies, size=None, timeout=None,
             poll=0.05):
-    """Reserve ``needed`` bytes in the machine's ledger, waiting for others
-    to release memory if it does not fit now (module docstring).
+    """Reserve ``needed`` bytes in the machine's ledger, waiting if need be.
+
+    If it does not fit now it waits for others to release memory (module
+    docstring).
 
     Parameters
     ----------
     needed : int
         Estimated peak bytes of the operation (:mod:`fastgp.memory`).
-    n_samples, operation, remedies, size
-        As :func:`fastgp.memory.check_memory`: the refusal's message.
+    n_samples : int
+        The N that sets the size, named in a refusal.
+    operation : str
+        What would allocate it, named in a refusal and the wait message.
+    remedies : sequence of str
+        What the user can do, most useful first.
+    size : str or None
+        How a refusal names the size (:func:`fastgp.memory.check_memory`).
     timeout : float or None
         Seconds to wait at most; None reads ``FASTGP_MEMORY_TIMEOUT``.
     poll : float

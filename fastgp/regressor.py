@@ -292,14 +292,6 @@ class GaussianProcessRegressor(_SklearnGPR):
         covariance = make_covariance(kernel, X_train)
         objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
                                              Workspace(n_samples))
-        needed_bytes = fit_bytes(
-            n_samples, np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1,
-            n_targets_seen, kernel.n_dims, fast=covariance.is_fast)
-        remedies = (["fit on fewer samples (a random subset, or average "
-                     "neighbouring points)", "use a machine with more memory"]
-                    + ([] if covariance.is_fast else
-                       ["use a kernel on fastgp's fast path, whose gradient needs "
-                        "no (N, N, n_hyperparameters) tensor"]))
         limit_remedy = ("pass a callable optimizer (scikit-learn's contract) "
                         "that allows more iterations or a looser tolerance")
         in_workers = (self.optimizer is not None and kernel.n_dims > 0
@@ -313,12 +305,11 @@ class GaussianProcessRegressor(_SklearnGPR):
             report = IterationReport("-log p(y|X)", 4) if self.verbose else None
             if report is not None:
                 report.start()
-            if in_workers:  # evaluate is None: the runs go to joblib
+            if in_workers:  # the runs go to joblib; `evaluate` is one run's budget
                 best = minimize_in_workers(
                     objective, kernel.theta, kernel.bounds, self.optimizer,
-                    self.n_restarts_optimizer, rng, self.n_jobs,
-                    needed_bytes=needed_bytes, operation="Fitting GaussianProcessRegressor",
-                    remedies=remedies, limit_remedy=limit_remedy, report=report)
+                    self.n_restarts_optimizer, rng, self.n_jobs, budget=evaluate,
+                    limit_remedy=limit_remedy, report=report)
             else:
                 best = minimize_with_restarts(
                     evaluate, kernel.theta, kernel.bounds, self.optimizer,
@@ -333,8 +324,17 @@ class GaussianProcessRegressor(_SklearnGPR):
         # in the workspace the optimiser used; that buffer becomes L_.
         fitted = fit_objective(
             objective, optimize,
-            needed_bytes=needed_bytes, operation="Fitting GaussianProcessRegressor",
-            remedies=remedies, messages=self._factor_messages(kernel, y_train),
+            needed_bytes=fit_bytes(
+                n_samples, np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1,
+                n_targets_seen, kernel.n_dims, fast=covariance.is_fast),
+            operation="Fitting GaussianProcessRegressor",
+            remedies=["fit on fewer samples (a random subset, or average "
+                      "neighbouring points)",
+                      "use a machine with more memory"]
+                     + ([] if covariance.is_fast else
+                        ["use a kernel on fastgp's fast path, whose gradient needs "
+                         "no (N, N, n_hyperparameters) tensor"]),
+            messages=self._factor_messages(kernel, y_train),
             optimize_in_workers=in_workers)
         return {
             "kernel_": kernel,

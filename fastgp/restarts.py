@@ -81,8 +81,7 @@ def _run_from(objective, start, bounds, optimizer, limit_remedy, budget, n_at_on
 
 
 def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n_jobs, *,
-                        needed_bytes, operation, remedies, limit_remedy=None,
-                        report=None):
+                        budget, limit_remedy=None, report=None):
     """The best of one run from ``theta0`` and ``n_restarts`` from random
     starts, each run a joblib task: what
     :func:`fastgp.optimize.minimize_with_restarts` returns, computed in
@@ -104,13 +103,11 @@ def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n
         Draws the starts, in this process.
     n_jobs : int or None
         joblib's ``n_jobs`` (None: the active ``parallel_config``'s).
-    needed_bytes : int
-        One run's peak memory (:func:`fastgp.memory.fit_bytes`), reserved by
-        each task on its machine.
-    operation : str
-        Names the fit in a refusal.
-    remedies : sequence of str
-        What the user can do if memory is short.
+    budget : dict
+        One run's memory: ``needed`` (bytes, :func:`fastgp.memory.fit_bytes`),
+        ``n_samples``, ``operation``, ``remedies``, the arguments of
+        :func:`fastgp.memory_budget.reserve` that each task calls on the
+        machine it runs on (:func:`fastgp.fitting.fit_objective` hands it over).
     limit_remedy : str or None
         As :func:`fastgp.optimize.minimize_theta`.
     report : IterationReport or None
@@ -122,9 +119,8 @@ def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n
     """
     starts = restart_starts(theta0, bounds, n_restarts, rng)
     n_at_once = max(1, min(joblib.effective_n_jobs(n_jobs), len(starts)))
-    budget = dict(needed=needed_bytes, n_samples=objective.n_samples,
-                  operation=f"{operation} (one optimizer run in a joblib worker)",
-                  remedies=remedies)
+    budget = dict(budget, operation=f"{budget['operation']} (one optimizer run in a "
+                                    "joblib worker)")
     done = joblib.Parallel(n_jobs=n_jobs)(
         joblib.delayed(_run_from)(objective, start, bounds, optimizer, limit_remedy,
                                   budget, n_at_once)
