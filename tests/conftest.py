@@ -136,6 +136,20 @@ def private_memory_ledger(tmp_path_factory):
 
 
 @pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    """A memory ledger of this test's own (its path), no FASTGP_MEMORY_LIMIT,
+    the default timeout, the memory check on."""
+    from fastgp.memory import SKIP_ENV
+    from fastgp.memory_budget import LEDGER_ENV, LIMIT_ENV, TIMEOUT_ENV
+
+    path = tmp_path / "ledger"
+    monkeypatch.setenv(LEDGER_ENV, str(path))
+    for name in (LIMIT_ENV, TIMEOUT_ENV, SKIP_ENV):
+        monkeypatch.delenv(name, raising=False)
+    return path
+
+
+@pytest.fixture
 def machine_blas_threads(single_threaded_blas):
     """The machine's own BLAS thread counts for one test (the session's pin
     lifted, and held again afterwards); yields the sorted distinct counts of

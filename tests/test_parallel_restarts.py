@@ -13,22 +13,12 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
-from fastgp import memory, restarts
+from fastgp import restarts
 from fastgp import memory_budget as mb
 from fastgp.memory import InsufficientMemoryError, fit_bytes
 
 FITTED = ("L_", "alpha_", "log_marginal_likelihood_value_", "n_iter_", "n_evaluations_",
           "jitter_")
-
-
-@pytest.fixture
-def ledger(tmp_path, monkeypatch):
-    path = tmp_path / "ledger"
-    monkeypatch.setenv(mb.LEDGER_ENV, str(path))
-    monkeypatch.delenv(mb.LIMIT_ENV, raising=False)
-    monkeypatch.delenv(mb.TIMEOUT_ENV, raising=False)
-    monkeypatch.delenv(memory.SKIP_ENV, raising=False)
-    return path
 
 
 def _problem(n=120):

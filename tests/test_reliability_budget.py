@@ -28,17 +28,6 @@ MB = 10**6
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture
-def ledger(tmp_path, monkeypatch):
-    """A ledger of this test's own, no limit, the default timeout."""
-    path = tmp_path / "ledger"
-    monkeypatch.setenv(mb.LEDGER_ENV, str(path))
-    monkeypatch.delenv(mb.LIMIT_ENV, raising=False)
-    monkeypatch.delenv(mb.TIMEOUT_ENV, raising=False)
-    monkeypatch.delenv(memory.SKIP_ENV, raising=False)
-    return path
-
-
 def _files(path):
     """The ledger's reservation files (none where it was never created)."""
     if not os.path.isdir(path):
