@@ -36,13 +36,13 @@ the operating system reports.
 Without it, the detected available memory A (:func:`fastgp.memory.available_memory`:
 ``MemAvailable``, control-group limits) already lacks whatever the reserving
 processes have allocated, so subtracting their whole reservations would count
-that memory twice. The rule: each process's *unspent* reservation is its
-reservations' bytes less the growth of its resident memory since its first
-live reservation (``/proc/<pid>/statm``), clipped to [0, its reservations'
-bytes]; free = A - the sum of the unspent parts. A buffer that exists counts
-once (in A), a buffer still to come counts once (in the unspent part). Where
-a process's resident memory cannot be read, all of its reservation counts as
-unspent (the safe side).
+that memory twice. The rule: a reservation's *unspent* part is its bytes less
+the growth of its process's resident memory (``/proc/<pid>/statm``) since it
+was made, less what that process's later reservations already took of that
+growth, clipped to [0, its bytes]; free = A - the sum of the unspent parts. A
+buffer that exists counts once (in A), a buffer still to come counts once (in
+the unspent part). Where a process's resident memory cannot be read, all of
+its reservations count as unspent (the safe side).
 
 Waiting
 -------
@@ -72,7 +72,6 @@ Without ``fcntl`` (Windows) there is no machine-wide ledger: each check is
 import contextlib
 import contextvars
 import json
-import math
 import os
 import re
 import tempfile
@@ -275,19 +274,29 @@ def _entries(directory):
 
 
 def _unspent(entries):
-    """Sum over processes of their reservations' bytes not yet resident
-    (module docstring, "Free memory under reservations")."""
+    """Sum of the reservations' bytes not yet resident (module docstring,
+    "Free memory under reservations").
+
+    Per process, from its latest reservation back: each is spent by the
+    growth of the process's resident memory since it was made, less what its
+    later reservations were already given, between 0 and its bytes. So
+    growth counts once, towards the reservations made before it, and two
+    reservations made together share it.
+    """
     by_pid = {}
     for entry in entries:
-        total, start = by_pid.get(entry["pid"], (0, math.inf))
-        resident = entry.get("resident")
-        by_pid[entry["pid"]] = (total + int(entry["bytes"]),
-                                min(start, math.inf if resident is None else resident))
+        by_pid.setdefault(entry["pid"], []).append(entry)
     unspent = 0
-    for pid, (total, start) in by_pid.items():
-        now = _resident_bytes(pid) if math.isfinite(start) else None
-        spent = 0 if now is None else min(max(now - start, 0), total)
-        unspent += total - spent
+    for pid, mine in by_pid.items():
+        now = _resident_bytes(pid)
+        attributed = 0
+        for entry in sorted(mine, key=lambda e: e.get("created", 0.0), reverse=True):
+            total, start = int(entry["bytes"]), entry.get("resident")
+            spent = 0
+            if now is not None and start is not None:
+                spent = min(max(now - start - attributed, 0), total)
+            attributed += spent
+            unspent += total - spent
     return unspent
 
 
@@ -365,12 +374,13 @@ class Reservation:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         self._operation = operation
         self._resident = _resident_bytes(os.getpid())
+        self._created = time.time()
         self._lock = threading.Lock()
         self._write(kept=False)
 
     def _write(self, kept):
         record = {"pid": os.getpid(), "bytes": self.nbytes, "operation": self._operation,
-                  "resident": self._resident, "kept": kept}
+                  "resident": self._resident, "created": self._created, "kept": kept}
         data = json.dumps(record).encode()
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, data, 0)

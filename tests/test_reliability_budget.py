@@ -104,6 +104,23 @@ def test_budget_without_a_limit_counts_only_the_unspent_part_of_reservations(
     assert mb.budget_reading().available == 2000 * MB
 
 
+def test_budget_growth_counts_towards_the_reservations_made_before_it(
+        ledger, monkeypatch):
+    # growth of the process before a reservation was made does not spend it:
+    # a small early reservation absorbs only its own bytes of that growth
+    monkeypatch.setattr(memory, "available_memory",
+                        lambda *a, **k: memory.MemoryReading(2000 * MB, "fake"))
+    early = mb.reserve(1 * MB, **BUDGET)
+    unrelated = np.ones(150 * MB // 8)  # resident, but no reservation's
+    late = mb.reserve(200 * MB, **BUDGET)
+    assert 1800 * MB <= mb.budget_reading().available <= 1810 * MB
+    spent = np.ones(200 * MB // 8)
+    assert mb.budget_reading().available >= 1990 * MB
+    del spent, unrelated
+    late.release()
+    early.release()
+
+
 def test_budget_skip_memory_check_reserves_nothing(ledger, monkeypatch):
     monkeypatch.setenv(mb.LIMIT_ENV, "1kB")
     with memory.skip_memory_check():
