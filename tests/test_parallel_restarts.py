@@ -143,3 +143,30 @@ def test_parallel_restarts_benchmark_runs_at_a_tiny_n(ledger, tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert set(doc["cases"]) == {"1", "2"} and doc["same_optimum"]
     assert "same optimum" in capsys.readouterr().out
+
+
+def test_parallel_restarts_cap_each_runs_threads_at_its_share_of_the_cores(
+        ledger, monkeypatch):
+    import numba
+
+    seen = []
+    real = restarts.minimize_theta
+
+    def spy(*args, **kwargs):  # the thread count a run's evaluations start with
+        seen.append(numba.get_num_threads())
+        return real(*args, **kwargs)
+
+    def one_evaluation(obj_func, theta0, bounds):
+        return theta0, obj_func(theta0, eval_gradient=False)
+
+    monkeypatch.setattr(restarts, "minimize_theta", spy)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, (300, 1))  # above the serial threshold
+    y = np.sin(X[:, 0])
+    before = numba.get_num_threads()
+    with joblib.parallel_config(backend="threading"):
+        GaussianProcessRegressor(RBF() + WhiteKernel(), optimizer=one_evaluation,
+                                 n_restarts_optimizer=1, n_jobs=2, random_state=0).fit(X, y)
+    share = max(1, len(os.sched_getaffinity(0)) // 2)
+    assert seen == [min(numba.config.NUMBA_NUM_THREADS, share)] * 2
+    assert numba.get_num_threads() == before
