@@ -65,8 +65,10 @@ lives until that array is freed (``weakref.finalize``): ``del estimator``,
 refitting it (the old ``L_`` is dropped when the new one is published), or the
 process's end. An unpickled estimator holds no reservation.
 
-Without ``fcntl`` (Windows) there is no machine-wide ledger: each check is
-:func:`fastgp.memory.check_memory`'s, against the memory available now.
+Without ``fcntl`` (Windows), or where the ledger's directory cannot be
+created, written or locked, there is no machine-wide ledger: each check is
+:func:`fastgp.memory.check_memory`'s, against the memory available now (or
+the limit).
 """
 
 import contextlib
@@ -223,9 +225,37 @@ def ledger_dir():
 
 
 # ------------------------------------------------------------------ the ledger
+class _NoLedger(Exception):
+    """There is no usable ledger here: no ``fcntl`` (Windows), or its
+    directory cannot be created, written or locked (an ``OSError``)."""
+
+
+def _usable_ledger():
+    """The ledger's directory; raises :class:`_NoLedger` where there is none
+    (operations on it raise it too, see :func:`_ledger_lock`)."""
+    if fcntl is None:
+        raise _NoLedger
+    try:
+        return ledger_dir()
+    except OSError as exc:
+        raise _NoLedger from exc
+
+
 @contextlib.contextmanager
 def _ledger_lock(directory):
-    fd = os.open(os.path.join(directory, ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    """Hold the ledger's exclusive lock; an ``OSError`` inside (the
+    directory is not writable, the disk is full) becomes :class:`_NoLedger`."""
+    try:
+        with _locked(directory):
+            yield
+    except OSError as exc:
+        raise _NoLedger from exc
+
+
+@contextlib.contextmanager
+def _locked(directory):
+    # read-only is enough for flock, and works on another user's lock file
+    fd = os.open(os.path.join(directory, ".lock"), os.O_RDONLY | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -337,14 +367,15 @@ def budget_reading():
         Bytes and where they were read (the holders named); None where
         nothing can be read.
     """
-    if fcntl is None:
+    try:
+        directory = _usable_ledger()
+        with _ledger_lock(directory):
+            entries = _entries(directory)
+            state = _free(entries)
+    except _NoLedger:
         limit = memory_limit()
         return (memory.available_memory() if limit is None
                 else MemoryReading(limit, f"{LIMIT_ENV}={format_bytes(limit)}"))
-    directory = ledger_dir()
-    with _ledger_lock(directory):
-        entries = _entries(directory)
-        state = _free(entries)
     if state is None:
         return None
     free, source, _ = state
@@ -402,11 +433,12 @@ class Reservation:
     def keep(self, array):
         """Shrink the reservation to ``array.nbytes`` and hold it until
         ``array`` is freed (the kept factor ``L_``)."""
-        with _ledger_lock(os.path.dirname(self.path)), self._lock:
-            if self._fd is None:
-                return
-            self.nbytes = int(array.nbytes)
-            self._write(kept=True)
+        with contextlib.suppress(_NoLedger):  # then it stays at its full size
+            with _ledger_lock(os.path.dirname(self.path)), self._lock:
+                if self._fd is None:
+                    return
+                self.nbytes = int(array.nbytes)
+                self._write(kept=True)
         weakref.finalize(array, self.release)
 
     def release(self):
@@ -455,12 +487,15 @@ def check_could_fit(needed, *, n_samples, operation, remedies, size=None):
     ``needed`` bytes could not be reserved even after every other fit on the
     machine released its memory; reserve nothing. For a fit whose work runs
     in workers that reserve for themselves (parallel restarts)."""
-    if not memory_check_enabled() or fcntl is None:
+    if not memory_check_enabled():
         return
-    directory = ledger_dir()
-    with _ledger_lock(directory):
-        entries = _entries(directory)
-        state = _free(entries)
+    try:
+        directory = _usable_ledger()
+        with _ledger_lock(directory):
+            entries = _entries(directory)
+            state = _free(entries)
+    except _NoLedger:
+        return  # each worker's own check refuses it
     if state is not None and needed > state[2]:
         budget = dict(n_samples=n_samples, operation=operation, remedies=remedies, size=size)
         raise _refuse(needed, state[2], state[1], entries, budget,
@@ -509,19 +544,20 @@ def reserve(needed, *, n_samples, operation, remedies, size=None, timeout=None,
     budget = dict(n_samples=n_samples, operation=operation, remedies=remedies, size=size)
     if not memory_check_enabled():
         return _NoReservation()
-    if fcntl is None:
-        memory.check_memory(needed, **budget)
-        return _NoReservation()
     timeout = wait_timeout() if timeout is None else float(timeout)
-    directory = ledger_dir()
     started, warned = time.monotonic(), False
     while True:
-        with _ledger_lock(directory):
-            entries = _entries(directory)
-            state = _free(entries)
-            if state is None or needed <= state[0]:
-                # nothing can be read: record the reservation for others anyway
-                return Reservation(directory, needed, operation)
+        try:
+            directory = _usable_ledger()
+            with _ledger_lock(directory):
+                entries = _entries(directory)
+                state = _free(entries)
+                if state is None or needed <= state[0]:
+                    # nothing can be read: record the reservation for others anyway
+                    return Reservation(directory, needed, operation)
+        except _NoLedger:
+            memory.check_memory(needed, **budget)
+            return _NoReservation()
         free, source, capacity = state
         if needed > capacity:
             raise _refuse(needed, capacity, source, entries, budget,

@@ -339,3 +339,19 @@ def test_budget_two_processes_needing_60_percent_each_run_one_after_the_other(
     assert len(waits) == 1 and f"pid {first.pid}" in waits[0]
     assert "MemoryWaitWarning" not in outputs[0][1]
     assert _files(ledger) == []
+
+
+def test_budget_without_a_usable_ledger_falls_back_to_the_plain_check(
+        ledger, tmp_path, monkeypatch):
+    # a ledger directory that cannot be created (a file is in the way)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv(mb.LEDGER_ENV, str(blocked / "ledger"))
+    monkeypatch.setenv(mb.LIMIT_ENV, "10MB")
+    assert mb.budget_reading().available == 10 * MB
+    held = mb.reserve(6 * MB, **BUDGET)  # recorded nowhere, checked all the same
+    assert held.released
+    with pytest.raises(InsufficientMemoryError, match="FASTGP_MEMORY_LIMIT"):
+        mb.reserve(11 * MB, **BUDGET)
+    X, y = _data(20)
+    GaussianProcessRegressor(RBF(), optimizer=None).fit(X, y)
