@@ -347,6 +347,15 @@ def _free(entries):
     return free, reading.source, free + reserved - own_kept
 
 
+def _read_ledger():
+    """(live entries, :func:`_free`'s state) read under the ledger's lock;
+    raises :class:`_NoLedger` where there is no usable ledger."""
+    directory = _usable_ledger()
+    with _ledger_lock(directory):
+        entries = _entries(directory)
+        return entries, _free(entries)
+
+
 def _holders(entries):
     """'pid 123 (1.2 GB), pid 456 (800.0 MB)': who holds the reservations."""
     by_pid = {}
@@ -368,10 +377,7 @@ def budget_reading():
         nothing can be read.
     """
     try:
-        directory = _usable_ledger()
-        with _ledger_lock(directory):
-            entries = _entries(directory)
-            state = _free(entries)
+        entries, state = _read_ledger()
     except _NoLedger:
         limit = memory_limit()
         return (memory.available_memory() if limit is None
@@ -490,10 +496,7 @@ def check_could_fit(needed, *, n_samples, operation, remedies, size=None):
     if not memory_check_enabled():
         return
     try:
-        directory = _usable_ledger()
-        with _ledger_lock(directory):
-            entries = _entries(directory)
-            state = _free(entries)
+        entries, state = _read_ledger()
     except _NoLedger:
         return  # each worker's own check refuses it
     if state is not None and needed > state[2]:
