@@ -55,6 +55,7 @@ __all__ = [
     "skip_memory_check",
     "memory_check_enabled",
     "format_bytes",
+    "refusal",
     "fit_bytes",
     "gplvm_fit_bytes",
     "laplace_fit_bytes",
@@ -584,12 +585,56 @@ def format_bytes(n_bytes):
     return f"{value:.1f} PB"  # pragma: no cover
 
 
+def refusal(needed, available, source, *, n_samples, operation, remedies, size=None,
+            reason=""):
+    """The :class:`InsufficientMemoryError` that refuses an operation.
+
+    Parameters
+    ----------
+    needed, available : int
+        Bytes the operation would allocate, and bytes it may have.
+    source : str
+        Where ``available`` was read.
+    n_samples : int
+        The N that sets the size (as :func:`check_memory`).
+    operation : str
+        What would allocate it (as :func:`check_memory`).
+    remedies : sequence of str
+        What the user can do (as :func:`check_memory`).
+    size : str or None
+        How the message names the size (as :func:`check_memory`).
+    reason : str
+        Said after the figures (why waiting would not help, or how long
+        fastgp waited).
+
+    Returns
+    -------
+    InsufficientMemoryError
+        To be raised by the caller.
+    """
+    todo = "; ".join(list(remedies) + [
+        "or, if you know better (swap, or the estimate is too high for your case), "
+        "run it inside `with fastgp.memory.skip_memory_check():` or set the "
+        f"environment variable {SKIP_ENV}=1"
+    ])
+    message = (
+        f"{operation} with {size or f'N = {n_samples:,} samples'} needs about "
+        f"{format_bytes(needed)} of memory, but only {format_bytes(available)} "
+        f"is available now ({source}).{' ' + reason if reason else ''} fastgp stopped "
+        "before allocating it, instead of letting the operating system kill the "
+        f"process. What you can do: {todo}."
+    )
+    return InsufficientMemoryError(message, int(needed), int(available),
+                                   int(n_samples), source)
+
+
 def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=None):
     """Refuse an allocation that would not fit in the memory available now.
 
     Raise :class:`InsufficientMemoryError` if ``needed`` bytes exceed the
     memory available now; do nothing if they fit, if the check is switched
-    off (:func:`skip_memory_check`) or if no figure can be read.
+    off (:func:`skip_memory_check`), if a fit's reservation already covers
+    the work (:mod:`fastgp.memory_budget`) or if no figure can be read.
 
     Parameters
     ----------
@@ -603,7 +648,9 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=N
     remedies : sequence of str
         What the user can do, most useful first; the opt-out is appended.
     reading : MemoryReading or None
-        The available memory; None reads it now (:func:`available_memory`).
+        The available memory; None reads the machine's budget now
+        (:func:`fastgp.memory_budget.budget_reading`: ``FASTGP_MEMORY_LIMIT``
+        or :func:`available_memory`, less other fits' reservations).
     size : str or None
         How the message names the size, where ``n_samples`` is not a number
         of training samples ("200,000 query points (the model has 500
@@ -614,21 +661,13 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=N
     MemoryReading or None
         The reading the decision was made on (None if not checked).
     """
-    if not memory_check_enabled():
+    # imported here: the budget module builds on this one
+    from .memory_budget import budget_reading, covered_by_reservation
+
+    if not memory_check_enabled() or covered_by_reservation():
         return None
-    reading = available_memory() if reading is None else reading
+    reading = budget_reading() if reading is None else reading
     if reading is None or needed <= reading.available:
         return reading
-    todo = "; ".join(list(remedies) + [
-        "or, if you know better (swap, or the estimate is too high for your case), "
-        "run it inside `with fastgp.memory.skip_memory_check():` or set the "
-        f"environment variable {SKIP_ENV}=1"
-    ])
-    message = (
-        f"{operation} with {size or f'N = {n_samples:,} samples'} needs about "
-        f"{format_bytes(needed)} of memory, but only {format_bytes(reading.available)} "
-        f"is available now ({reading.source}). fastgp stopped before allocating it, "
-        f"instead of letting the operating system kill the process. What you can do: {todo}."
-    )
-    raise InsufficientMemoryError(message, int(needed), int(reading.available),
-                                  int(n_samples), reading.source)
+    raise refusal(needed, reading.available, reading.source, n_samples=n_samples,
+                  operation=operation, remedies=remedies, size=size)
