@@ -163,7 +163,8 @@ class FitResult:
     point : ndarray, the optimiser's chosen point (theta, or the GPLVM's z)
     n_iterations, n_evaluations : int
     L : ndarray (n, n) F-contiguous, the lower Cholesky factor (strict upper
-        triangle zero), the buffer the fit worked in
+        triangle zero), the buffer the fit worked in; None on the
+        matrix-free path
     A : ndarray (n, T), K^-1 Y
     value : float, the objective (negative log marginal likelihood) at point
     jitter : float, added to K's diagonal beyond the estimator's alpha
@@ -181,7 +182,8 @@ class FitResult:
     interrupt: BaseException = None
 
 
-def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, messages):
+def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, messages,
+                  final=None):
     """Run a fit of ``objective``: steps 1, 3 and 4 of the module docstring.
 
     Parameters
@@ -201,6 +203,9 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     remedies : sequence of str
         What the user can do if memory is short, most useful first.
     messages : FactorMessages
+    final : callable (objective, point, messages) -> (L, A, value, jitter), optional
+        The kept model at the chosen point; default :func:`final_factor`
+        (the matrix-free path passes its own, whose L is None).
 
     Returns
     -------
@@ -217,7 +222,8 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     with threads_for(n_samples) as governor:
         point, n_iterations, interrupt = optimize(
             lambda theta: governor.evaluate(objective, theta))
-        L, A, value, jitter = governor.evaluate(final_factor, objective, point, messages)
+        L, A, value, jitter = governor.evaluate(final or final_factor, objective, point,
+                                                messages)
     return FitResult(point=point, n_iterations=int(n_iterations),
                      n_evaluations=objective.n_evaluations, L=L, A=A,
                      value=float(value), jitter=jitter, interrupt=interrupt)

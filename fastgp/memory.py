@@ -56,6 +56,8 @@ __all__ = [
     "memory_check_enabled",
     "format_bytes",
     "fit_bytes",
+    "iterative_fit_bytes",
+    "fits_in_memory",
     "gplvm_fit_bytes",
     "log_marginal_likelihood_bytes",
     "predict_cov_bytes",
@@ -398,6 +400,61 @@ def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
     if not fast:
         total += _F8 * n * n * (int(n_theta) + 3)
     return total
+
+
+def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
+    """Estimate the peak extra bytes of a matrix-free fit or evaluation
+    (docs/design.md, "The matrix-free path"): O(N (k + t + d)), no N x N array.
+
+    The preconditioner's factor and its scaled copy (2 k columns), batched
+    CG over c = T + t columns (solution, residual, preconditioned residual,
+    direction, product, right-hand sides and the active columns' copies:
+    about 10 c), the probes' draws and the gradient's two (N, c) operands
+    (4 c), X and y copies and the diagonals.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples N.
+    n_features : int
+        Input dimensions d.
+    n_targets : int
+        Target columns T.
+    n_probes : int
+        Probe vectors t.
+    rank : int
+        Preconditioner rank k.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n = int(n_samples)
+    c = int(n_targets) + int(n_probes)
+    return _FIXED + _F8 * n * (2 * int(rank) + 14 * c + 2 * int(n_features) + 8)
+
+
+def fits_in_memory(needed):
+    """Whether ``needed`` bytes fit in the memory available now.
+
+    True where the check is off (:func:`skip_memory_check`) or no figure can
+    be read, as :func:`check_memory` would let the operation proceed.
+
+    Parameters
+    ----------
+    needed : int
+        Estimated bytes.
+
+    Returns
+    -------
+    (bool, MemoryReading or None)
+        The answer and the reading it was made on.
+    """
+    if not memory_check_enabled():
+        return True, None
+    reading = available_memory()
+    return reading is None or needed <= reading.available, reading
 
 
 def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
