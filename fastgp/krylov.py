@@ -28,7 +28,18 @@ from scipy.linalg import eigh_tridiagonal
 
 from .linalg import NotPositiveDefiniteError
 
-__all__ = ["CGResult", "batched_cg", "lanczos_tridiagonal", "lanczos_quadrature"]
+__all__ = ["CGResult", "IndefiniteOperatorError", "batched_cg", "lanczos_tridiagonal",
+           "lanczos_quadrature"]
+
+
+class IndefiniteOperatorError(NotPositiveDefiniteError):
+    """CG or the Lanczos quadrature met a curvature <= 0: the matrix is not
+    (numerically) positive definite. A :class:`fastgp.linalg.NotPositiveDefiniteError`,
+    so the objectives answer inf as they do when dpotrf fails."""
+
+    def __init__(self, message):
+        self.order = None
+        np.linalg.LinAlgError.__init__(self, message)
 
 
 @dataclass
@@ -84,7 +95,7 @@ def batched_cg(matmat, B, precondition, tol, max_iter):
 
     Raises
     ------
-    NotPositiveDefiniteError
+    IndefiniteOperatorError
         A direction with p^T A p <= 0 or not finite: A is not (numerically)
         positive definite.
     """
@@ -111,7 +122,7 @@ def batched_cg(matmat, B, precondition, tol, max_iter):
         AP = matmat(P_a)
         pAp = np.einsum("ij,ij->j", P_a, AP)
         if not np.all(np.isfinite(pAp)) or np.any(pAp <= 0.0):
-            raise NotPositiveDefiniteError(
+            raise IndefiniteOperatorError(
                 "conjugate gradients met a direction p with p^T A p <= 0")
         alpha = rz[idx] / pAp
         X[:, idx] += alpha * P_a
@@ -153,7 +164,7 @@ def lanczos_quadrature(result, columns, function=np.log):
 
     result : CGResult; columns : sequence of int
     function : callable on the eigenvalues of T (default: log)
-    Returns ndarray (len(columns),) float64; raises NotPositiveDefiniteError
+    Returns ndarray (len(columns),) float64; raises IndefiniteOperatorError
     where T has an eigenvalue <= 0 and f is the log.
     """
     out = np.zeros(len(columns))
@@ -164,6 +175,6 @@ def lanczos_quadrature(result, columns, function=np.log):
         diagonal, off = lanczos_tridiagonal(result.alphas[:m, q], result.betas[:m, q])
         eigenvalues, vectors = eigh_tridiagonal(diagonal, off)
         if function is np.log and eigenvalues[0] <= 0.0:
-            raise NotPositiveDefiniteError("a Lanczos tridiagonal is not positive definite")
+            raise IndefiniteOperatorError("a Lanczos tridiagonal is not positive definite")
         out[i] = result.initial_norm[q] * float(vectors[0] ** 2 @ function(eigenvalues))
     return out

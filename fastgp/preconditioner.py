@@ -121,6 +121,13 @@ class PivotedCholeskyPreconditioner:
             out -= self._L_scaled @ cho_solve(self._C, self.L.T @ out)
         return out[:, 0] if column else out
 
+    def trace_factors(self):
+        """(D^-1 L, D^-1 L C^-1), both (n, k): for any symmetric M,
+        tr(P^-1 M) = sum_i M_ii / D_i - tr((D^-1 L)^T M (D^-1 L C^-1))."""
+        if not self.rank:
+            return self._L_scaled, self._L_scaled
+        return self._L_scaled, cho_solve(self._C, self._L_scaled.T).T
+
     def probes(self, E, G):
         """Probes with covariance P: L E[:k] + D^1/2 G.
 
