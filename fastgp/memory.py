@@ -403,10 +403,10 @@ def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
 
 
 def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
-    """Estimate the peak extra bytes of a matrix-free fit or evaluation
-    (docs/design.md, "The matrix-free path"): O(N (k + t + d)), no N x N array.
+    """Estimate the peak extra bytes of a matrix-free fit or evaluation.
 
-    The preconditioner's factor and its scaled copy (2 k columns), batched
+    O(N (k + t + d)) and no N x N array (docs/design.md, "The matrix-free
+    path"): the preconditioner's factor and its scaled copy (2 k columns), batched
     CG over c = T + t columns (solution, residual, preconditioned residual,
     direction, product, right-hand sides and the active columns' copies:
     about 10 c), the probes' draws and the gradient's two (N, c) operands

@@ -34,7 +34,6 @@ from .kernel_system import KernelSystem, SolverOptions
 from .memory import (
     check_memory,
     fit_bytes,
-    fits_in_memory,
     format_bytes,
     iterative_fit_bytes,
     log_marginal_likelihood_bytes,
@@ -44,6 +43,7 @@ from .memory import (
 from .objective import NegLogMarginalLikelihood
 from .optimize import minimize_with_restarts
 from .predictive import predict_mean_cov, predict_mean_var
+from .solver_choice import choose_solver
 from .validation import (
     Interval,
     StrOptions,
@@ -319,12 +319,14 @@ class GaussianProcessRegressor(_SklearnGPR):
 
         X_train = np.copy(X) if self.copy_X_train else X
         y_train = np.copy(y) if self.copy_X_train else y
-        covariance = make_covariance(kernel, X_train)
+        # solver="iterative" refuses a slow kernel below rather than warn about it
+        covariance = make_covariance(kernel, X_train, warn=self.solver != "iterative")
         n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
         dense_bytes = fit_bytes(n_samples, n_features, n_targets_seen, kernel.n_dims,
                                 fast=covariance.is_fast)
-        solver = self._choose_solver(covariance, kernel, n_samples, n_features,
-                                     n_targets_seen, dense_bytes)
+        solver = choose_solver(self.solver, covariance.is_fast, kernel, n_samples,
+                               dense_bytes,
+                               self._iterative_bytes(n_samples, n_features, n_targets_seen))
         probe_seed = None
         if solver == "iterative":
             probe_seed = int(rng.randint(np.iinfo(np.int32).max))
@@ -408,35 +410,6 @@ class GaussianProcessRegressor(_SklearnGPR):
         needed = self._iterative_bytes(n_samples, n_features, n_targets)
         return ('use solver="iterative" (matrix-free conjugate gradients, about '
                 f"{format_bytes(needed)} here)")
-
-    def _choose_solver(self, covariance, kernel, n_samples, n_features, n_targets,
-                       dense_bytes):
-        """"cholesky" or "iterative" from ``solver`` (docs/design.md, "The
-        matrix-free path"); "auto" takes the iterative path only for a
-        fast-path kernel whose dense buffer does not fit, with a warning."""
-        if self.solver == "iterative":
-            if not covariance.is_fast:
-                raise ValueError(
-                    f'solver="iterative" needs a kernel on fastgp\'s fast path, and '
-                    f"{kernel!r} (or inputs that are not a float array) is not: the "
-                    'matrix-free path computes kernel products tile by tile from the '
-                    'lowered kernel. Use solver="cholesky", or a kernel built from '
-                    "the fast path's (docs/adding_a_kernel.md).")
-            return "iterative"
-        if self.solver == "cholesky" or not covariance.is_fast:
-            return "cholesky"
-        fits, reading = fits_in_memory(dense_bytes)
-        if fits:
-            return "cholesky"
-        warn_user(
-            f'solver="auto" chose the iterative solver: the Cholesky path needs about '
-            f"{format_bytes(dense_bytes)} for N = {n_samples:,} samples, but only "
-            f"{format_bytes(reading.available)} is available now ({reading.source}); "
-            "the matrix-free path needs about "
-            f"{format_bytes(self._iterative_bytes(n_samples, n_features, n_targets))}. "
-            'Its likelihood is a stochastic estimate; pass solver="cholesky" or '
-            'solver="iterative" to choose yourself.', UserWarning)
-        return "iterative"
 
     def _warn_unconverged(self, n_unconverged, worst_residual, where):
         if n_unconverged:

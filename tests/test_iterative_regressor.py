@@ -203,6 +203,13 @@ def test_auto_keeps_cholesky_for_a_slow_kernel(monkeypatch):
     assert "solver=" not in str(info.value)
 
 
+def test_auto_refuses_with_the_cholesky_message_when_nothing_fits(monkeypatch):
+    _patch_memory(monkeypatch, 1000)
+    X, y = _data(n=50)
+    with pytest.raises(InsufficientMemoryError, match='use solver="iterative"'):
+        GaussianProcessRegressor(C(1.0) * RBF(1.0)).fit(X, y)
+
+
 def test_iterative_memory_check(monkeypatch):
     _patch_memory(monkeypatch, 1000)
     X, y = _data(n=50)
