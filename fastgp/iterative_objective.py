@@ -136,14 +136,23 @@ class IterativeNegLogMarginalLikelihood:
         if self.covariance.n_theta == 0:
             return np.zeros(0)
         P = system.preconditioner
-        W = P.solve(Z)                                    # P^-1 z_i
+        n, k = U.shape[0], P.rank
+        # the pass's two operands, written in place: [T/t (U - W), A, T D^-1 L]
+        # and [W, -A, -D^-1 L C^-1] (no other (n, t + T + k) temporaries)
+        left = np.empty((n, t + T + k))
+        right = np.empty((n, t + T + k))
+        right[:, :t] = P.solve(Z)                          # W = P^-1 z_i
+        np.subtract(U, right[:, :t], out=left[:, :t])
+        left[:, :t] *= T / t
+        left[:, t:t + T] = A
+        np.negative(A, out=right[:, t:t + T])
         left_exact, right_exact = P.trace_factors()
-        left = np.hstack([(U - W) * (T / t), A, left_exact * T])
-        right = np.hstack([W, -A, -right_exact])
+        np.multiply(left_exact, T, out=left[:, t + T:])
+        np.negative(right_exact, out=right[:, t + T:])
+        del right_exact
         diagonal = diagonal_gradient(self.covariance.kernel, theta, self.covariance.X)
         exact_diagonal = T * (P.D ** -1 @ diagonal)
-        return 0.5 * (exact_diagonal + self.covariance.grad_bilinear(
-            theta, np.ascontiguousarray(left), np.ascontiguousarray(right)))
+        return 0.5 * (exact_diagonal + self.covariance.grad_bilinear(theta, left, right))
 
     def evaluate(self, theta, with_gradient=True):
         """(value, gradient or None) at theta; raises NotPositiveDefiniteError."""
