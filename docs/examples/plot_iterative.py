@@ -8,13 +8,13 @@ matrix: conjugate gradients with a pivoted Cholesky preconditioner solve
 against the kernel, whose products with vectors are computed tile by tile,
 and the log-determinant and the gradient's trace come from probe vectors
 (stochastic Lanczos quadrature). Its memory grows as N, not N^2. This
-example fits the same 3,000 points with both solvers and compares the
+example fits the same 2,000 points with both solvers and compares the
 hyperparameters, the predictions and the memory each needs. The default,
 ``solver="auto"``, takes the Cholesky path whenever its buffer fits.
 """
 
 # %%
-# Data: a noisy wave at 3,000 points.
+# Data: a noisy wave at 2,000 points.
 import time
 
 import matplotlib.pyplot as plt
@@ -26,7 +26,7 @@ from fastgp import GaussianProcessRegressor
 from fastgp.memory import fit_bytes, format_bytes, iterative_fit_bytes
 
 rng = np.random.default_rng(0)
-n = 3000
+n = 2000
 X = rng.uniform(0, 10, (n, 1))
 y = np.sin(X[:, 0]) + 0.3 * np.cos(3 * X[:, 0]) + 0.1 * rng.standard_normal(n)
 kernel = C(1.0) * RBF(1.0) + WhiteKernel(0.1)
