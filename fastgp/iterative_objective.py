@@ -74,8 +74,10 @@ class IterativeNegLogMarginalLikelihood:
     Attributes
     ----------
     n_evaluations : int
+    n_solves : int
+        Batched CG solves (one per evaluation, and the fit's last step).
     n_unconverged : int
-        Evaluations whose CG did not reach ``options.cg_tol``.
+        Solves that stopped short of ``options.cg_tol``.
     worst_residual : float
         Largest relative residual at which CG stopped short of its tolerance
         (0.0 if it never did).
@@ -97,6 +99,7 @@ class IterativeNegLogMarginalLikelihood:
                                 options.n_probes, seed)
         self.verbose = bool(verbose)
         self.n_evaluations = 0
+        self.n_solves = 0
         self.n_unconverged = 0
         self.worst_residual = 0.0
         self.last_cg = None
@@ -113,6 +116,7 @@ class IterativeNegLogMarginalLikelihood:
         n, T = self.Y.shape
         cg = system.solve(np.hstack([self.Y, Z]))
         self.last_cg = cg
+        self.n_solves += 1
         if not cg.converged:
             self.n_unconverged += 1
             self.worst_residual = max(self.worst_residual, cg.max_residual)

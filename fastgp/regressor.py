@@ -377,7 +377,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         if iterative:
             self._warn_unconverged(objective.n_unconverged, objective.worst_residual,
                                    f"{objective.n_unconverged} of the fit's "
-                                   f"{objective.n_evaluations} likelihood evaluations")
+                                   f"{objective.n_solves} solves")
         return {
             "solver_": solver,
             "_probe_seed": probe_seed,
