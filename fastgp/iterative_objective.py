@@ -150,10 +150,9 @@ class IterativeNegLogMarginalLikelihood:
         left[:, :t] *= T / t
         left[:, t:t + T] = A
         np.negative(A, out=right[:, t:t + T])
-        left_exact, right_exact = P.trace_factors()
-        np.multiply(left_exact, T, out=left[:, t + T:])
-        np.negative(right_exact, out=right[:, t + T:])
-        del right_exact
+        P.trace_factors(left[:, t + T:], right[:, t + T:])
+        left[:, t + T:] *= T
+        np.negative(right[:, t + T:], out=right[:, t + T:])
         diagonal = diagonal_gradient(self.covariance.kernel, theta, self.covariance.X)
         exact_diagonal = T * (P.D ** -1 @ diagonal)
         return 0.5 * (exact_diagonal + self.covariance.grad_bilinear(theta, left, right))

@@ -406,11 +406,12 @@ def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
     """Estimate the peak extra bytes of a matrix-free fit or evaluation.
 
     O(N (k + t + d)) and no N x N array (docs/design.md, "The matrix-free
-    path"): the preconditioner's factor and its scaled copy (2 k columns), batched
-    CG over c = T + t columns (solution, residual, preconditioned residual,
-    direction, product, right-hand sides and the active columns' copies:
-    about 10 c), the probes' draws and the gradient's two (N, c) operands
-    (4 c), X and y copies and the diagonals.
+    path"): the larger of its two phases plus X and y copies and the
+    diagonals. Batched CG over c = T + t columns holds the preconditioner's
+    factor (k columns) and about 12 c (solution, residual, preconditioned
+    residual, direction, product, right-hand sides, the active columns'
+    copies, the probes and their draws); the gradient's pass holds the factor,
+    its two (N, c + k) operands and CG's solutions and probes: 3 k + 6 c.
 
     Parameters
     ----------
@@ -432,7 +433,8 @@ def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
     """
     n = int(n_samples)
     c = int(n_targets) + int(n_probes)
-    return _FIXED + _F8 * n * (2 * int(rank) + 14 * c + 2 * int(n_features) + 8)
+    k = int(rank)
+    return _FIXED + _F8 * n * (max(k + 12 * c, 3 * k + 6 * c) + 2 * int(n_features) + 8)
 
 
 def fits_in_memory(needed):

@@ -41,6 +41,9 @@ PIVOT_RELATIVE_FLOOR = 1e-10
 #: stays positive definite where the noise is below rounding.
 DIAGONAL_RELATIVE_FLOOR = 1e-14
 
+#: Rows per chunk of :meth:`PivotedCholeskyPreconditioner.trace_factors`.
+_TRACE_ROWS = 4096
+
 
 def pivoted_cholesky(column, diagonal, rank):
     """Partial pivoted Cholesky of a positive semi-definite matrix K, from
@@ -95,10 +98,9 @@ class PivotedCholeskyPreconditioner:
     D: np.ndarray
 
     def __post_init__(self):
-        L_scaled = self.L / self.D[:, None]                  # D^-1 L (n, k)
-        C = np.eye(self.rank) + self.L.T @ L_scaled          # I + L^T D^-1 L
+        # C = I + L^T D^-1 L (k x k); D^-1 L is not kept (k columns of memory)
+        C = np.eye(self.rank) + self.L.T @ (self.L / self.D[:, None])
         self._C = cho_factor(C, lower=True) if self.rank else None
-        self._L_scaled = L_scaled
         self.log_det = float(np.sum(np.log(self.D)))
         if self.rank:
             self.log_det += 2.0 * float(np.sum(np.log(np.diag(self._C[0]))))
@@ -118,15 +120,20 @@ class PivotedCholeskyPreconditioner:
         V2 = V.reshape(len(V), -1)
         out = V2 / self.D[:, None]
         if self.rank:
-            out -= self._L_scaled @ cho_solve(self._C, self.L.T @ out)
+            correction = self.L @ cho_solve(self._C, self.L.T @ out)     # (n, c)
+            correction /= self.D[:, None]
+            out -= correction
         return out[:, 0] if column else out
 
-    def trace_factors(self):
-        """(D^-1 L, D^-1 L C^-1), both (n, k): for any symmetric M,
-        tr(P^-1 M) = sum_i M_ii / D_i - tr((D^-1 L)^T M (D^-1 L C^-1))."""
-        if not self.rank:
-            return self._L_scaled, self._L_scaled
-        return self._L_scaled, cho_solve(self._C, self._L_scaled.T).T
+    def trace_factors(self, left, right):
+        """Write D^-1 L into ``left`` and D^-1 L C^-1 into ``right``, both
+        (n, k) float64 (views allowed): for any symmetric M,
+        tr(P^-1 M) = sum_i M_ii / D_i - tr(left^T M right)."""
+        np.divide(self.L, self.D[:, None], out=left)
+        if self.rank:  # in row chunks: no (n, k) temporary
+            for start in range(0, len(left), _TRACE_ROWS):
+                rows = slice(start, start + _TRACE_ROWS)
+                right[rows] = cho_solve(self._C, left[rows].T).T
 
     def probes(self, E, G):
         """Probes with covariance P: L E[:k] + D^1/2 G.

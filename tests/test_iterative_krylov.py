@@ -140,7 +140,8 @@ def test_preconditioner_solve_log_det_and_diagonal(rank):
     np.testing.assert_allclose(P.solve(V[:, 0]), np.linalg.solve(dense, V[:, 0]),
                                rtol=1e-8, atol=1e-10)
     assert P.log_det == pytest.approx(np.linalg.slogdet(dense)[1], rel=1e-12, abs=1e-9)
-    left, right = P.trace_factors()
+    left, right = np.empty((len(K), P.rank)), np.empty((len(K), P.rank))
+    P.trace_factors(left, right)
     M = rng.standard_normal(K.shape)
     M = M + M.T
     exact = np.trace(np.linalg.solve(dense, M))
