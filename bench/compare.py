@@ -45,7 +45,8 @@ from .peers import ADAPTERS, get_adapter
 
 __all__ = ["main", "parse_args", "plan_cases", "run_comparison"]
 
-REGRESSION_PEERS = ["fastgp", "sklearn", "gpy", "gpytorch-exact", "gpytorch", "jax"]
+REGRESSION_PEERS = ["fastgp", "fastgp-iterative", "sklearn", "gpy", "gpytorch-exact",
+                    "gpytorch", "jax"]
 DEFAULT_SIZES = [1000, 2000, 5000, 10000]
 QUICK_SIZES = [1000, 2000]
 GPLVM_SIZES = [1000, 2000, 5000]

@@ -166,7 +166,8 @@ class FitResult:
     point : ndarray, the optimiser's chosen point (theta, or the GPLVM's z)
     n_iterations, n_evaluations : int
     L : ndarray (n, n) F-contiguous, the lower Cholesky factor (strict upper
-        triangle zero), the buffer the fit worked in
+        triangle zero), the buffer the fit worked in; None on the
+        matrix-free path
     A : ndarray (n, T), K^-1 Y
     value : float, the objective (negative log marginal likelihood) at point
     jitter : float, added to K's diagonal beyond the estimator's alpha
@@ -185,7 +186,7 @@ class FitResult:
 
 
 def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, messages,
-                  optimize_in_workers=False):
+                  optimize_in_workers=False, final=None):
     """Run a fit of ``objective``: steps 1, 3 and 4 of the module docstring.
 
     Parameters
@@ -214,6 +215,9 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
         only checks that the fit could fit at all before it, and reserves for
         the final factor after it (holding a reservation meanwhile could
         starve its workers).
+    final : callable (objective, point, messages) -> (L, A, value, jitter), optional
+        The kept model at the chosen point; default :func:`final_factor`
+        (the matrix-free path passes its own, whose L is None).
 
     Returns
     -------
@@ -243,9 +247,12 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
             if not optimize_in_workers:
                 point, n_iterations, interrupt = optimize(
                     lambda theta: governor.evaluate(objective, theta))
-            L, A, value, jitter = governor.evaluate(final_factor, objective, point,
+            L, A, value, jitter = governor.evaluate(final or final_factor, objective, point,
                                                     messages)
-        reservation.keep(L)
+        if L is None:  # the matrix-free path keeps no N x N factor
+            reservation.release()
+        else:
+            reservation.keep(L)
     except BaseException:
         reservation.release()
         raise

@@ -57,6 +57,8 @@ __all__ = [
     "format_bytes",
     "refusal",
     "fit_bytes",
+    "iterative_fit_bytes",
+    "fits_in_memory",
     "gplvm_fit_bytes",
     "laplace_fit_bytes",
     "log_marginal_likelihood_bytes",
@@ -400,6 +402,67 @@ def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
     if not fast:
         total += _F8 * n * n * (int(n_theta) + 3)
     return total
+
+
+def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
+    """Estimate the peak extra bytes of a matrix-free fit or evaluation.
+
+    O(N (k + t + d)) and no N x N array (docs/design.md, "The matrix-free
+    path"): the larger of its two phases plus X and y copies and the
+    diagonals. Batched CG over c = T + t columns holds the preconditioner's
+    factor (k columns) and about 12 c (solution, residual, preconditioned
+    residual, direction, product, right-hand sides, the active columns'
+    copies, the probes and their draws); the gradient's pass holds the factor,
+    its two (N, c + k) operands and CG's solutions and probes: 3 k + 6 c.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples N.
+    n_features : int
+        Input dimensions d.
+    n_targets : int
+        Target columns T.
+    n_probes : int
+        Probe vectors t.
+    rank : int
+        Preconditioner rank k.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n = int(n_samples)
+    c = int(n_targets) + int(n_probes)
+    k = int(rank)
+    return _FIXED + _F8 * n * (max(k + 12 * c, 3 * k + 6 * c) + 2 * int(n_features) + 8)
+
+
+def fits_in_memory(needed):
+    """Whether ``needed`` bytes fit in the memory available now: the
+    machine's budget (:func:`fastgp.memory_budget.budget_reading`).
+
+    True where the check is off (:func:`skip_memory_check`) or no figure can
+    be read, as :func:`check_memory` would let the operation proceed.
+
+    Parameters
+    ----------
+    needed : int
+        Estimated bytes.
+
+    Returns
+    -------
+    (bool, MemoryReading or None)
+        The answer and the reading it was made on.
+    """
+    if not memory_check_enabled():
+        return True, None
+    # imported here: the budget module builds on this one
+    from .memory_budget import budget_reading
+
+    reading = budget_reading()  # FASTGP_MEMORY_LIMIT and other fits' reservations
+    return reading is None or needed <= reading.available, reading
 
 
 def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):

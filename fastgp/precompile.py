@@ -50,16 +50,18 @@ def engine_routines():
 
 
 def _exercise_regressor(rng):
-    """Fit, predict (mean, std, covariance), sample and evaluate the
-    likelihood with its gradient, on several queries and on one point: a
+    """Fit with each solver, predict (mean, std, covariance), sample and
+    evaluate the likelihood with its gradient, on several queries and on one point: a
     one-row array is both C- and F-contiguous, which Numba types as another
     layout."""
     X = rng.uniform(-2.0, 2.0, size=(24, 2))
     y = np.sin(X[:, 0]) * np.cos(X[:, 1])
     Y = np.column_stack([y, np.cos(X[:, 0])])
     kernel = C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1)
-    for target in (y, Y):
-        gpr = GaussianProcessRegressor(kernel, random_state=0).fit(X, target)
+    # both solvers: the matrix-free one reaches the product passes
+    for solver, target in [(solver, target) for solver in ("cholesky", "iterative")
+                           for target in (y, Y)]:
+        gpr = GaussianProcessRegressor(kernel, random_state=0, solver=solver).fit(X, target)
         for Xq in (X[:5] + 0.1, X[:1] + 0.1):
             gpr.predict(Xq, return_std=True)
             gpr.predict(Xq, return_cov=True)

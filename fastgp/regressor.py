@@ -11,6 +11,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor as _SklearnGPR
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
@@ -27,9 +28,14 @@ from .fitting import (
     fit_objective,
     run_fit,
 )
+from .iterative_objective import IterativeNegLogMarginalLikelihood, final_model
+from .iterative_predictive import predict_mean_cov_iterative, predict_mean_var_iterative
+from .kernel_system import KernelSystem, SolverOptions
 from .memory import (
     check_memory,
     fit_bytes,
+    format_bytes,
+    iterative_fit_bytes,
     log_marginal_likelihood_bytes,
     predict_cov_bytes,
     sample_y_bytes,
@@ -38,6 +44,7 @@ from .objective import NegLogMarginalLikelihood
 from .optimize import minimize_with_restarts
 from .predictive import predict_mean_cov, predict_mean_var
 from .restarts import minimize_in_workers, runs_in_workers
+from .solver_choice import choose_solver
 from .validation import (
     Interval,
     StrOptions,
@@ -103,6 +110,27 @@ class GaussianProcessRegressor(_SklearnGPR):
         If positive, print the objective, the gradient norm and the time per
         iteration at every optimiser iteration, and with restarts a header
         per run and which run was kept (fastgp's addition; scikit-learn's
+        signature otherwise). The iterative solver also prints its CG
+        iterations and final residual per evaluation.
+    solver : {"auto", "cholesky", "iterative"}, default="auto"
+        "cholesky": the exact path in one N x N buffer. "iterative": the
+        matrix-free path (docs/design.md, "The matrix-free path"): batched
+        preconditioned conjugate gradients, the log-determinant by stochastic
+        Lanczos quadrature and the gradient by probe vectors, memory
+        O(N (k + t + d)); fast-path kernels only. "auto": "cholesky" when its
+        buffer fits the memory available, else "iterative" with a warning
+        that says why. ``solver_`` records the choice.
+    cg_tol : float, default=1e-4
+        Iterative solver: relative residual ||b - K x|| / ||b|| at which
+        conjugate gradients stop.
+    n_probes : int, default=16
+        Iterative solver: probe vectors of the log-determinant and trace
+        estimates (drawn once per fit from ``random_state``).
+    preconditioner_rank : int, default=100
+        Iterative solver: largest rank of the pivoted Cholesky preconditioner.
+    max_cg_iter : int, default=1000
+        Iterative solver: most CG iterations per solve; a solve that stops
+        short of ``cg_tol`` is a ConvergenceWarning that gives the residual.
         signature otherwise).
     n_jobs : int or None, default=None
         Optimiser runs (the first and the restarts) executed at once, as joblib
@@ -113,7 +141,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         starts are drawn in this process; the same bits where BLAS runs on as
         many threads, always below 256 samples); every run reserves its own
         buffer in the machine's memory budget (:mod:`fastgp.memory_budget`).
-        fastgp's addition.
+        The iterative solver runs its restarts one after another. fastgp's
+        addition.
 
     Attributes
     ----------
@@ -121,9 +150,11 @@ class GaussianProcessRegressor(_SklearnGPR):
     y_train_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Training targets, normalised if ``normalize_y``.
     kernel_ : kernel instance with the optimised hyperparameters.
-    L_ : ndarray of shape (n_samples, n_samples), F-contiguous
+    L_ : ndarray of shape (n_samples, n_samples), F-contiguous, or None
         Lower Cholesky factor of ``kernel_(X_train_) + alpha I``; the buffer
-        the fit worked in.
+        the fit worked in. None with the iterative solver.
+    solver_ : str
+        "cholesky" or "iterative": the solver the fit used.
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Dual coefficients K^-1 y.
     jitter_ : float
@@ -183,6 +214,11 @@ class GaussianProcessRegressor(_SklearnGPR):
         "n_targets": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None, closed="left"), "boolean"],
+        "solver": [StrOptions({"auto", "cholesky", "iterative"})],
+        "cg_tol": [Interval(Real, 0, None, closed="neither")],
+        "n_probes": [Interval(Integral, 1, None, closed="left")],
+        "preconditioner_rank": [Interval(Integral, 0, None, closed="left")],
+        "max_cg_iter": [Interval(Integral, 1, None, closed="left")],
         "n_jobs": [Integral, None],
     }
 
@@ -198,6 +234,11 @@ class GaussianProcessRegressor(_SklearnGPR):
         n_targets=None,
         random_state=None,
         verbose=0,
+        solver="auto",
+        cg_tol=1e-4,
+        n_probes=16,
+        preconditioner_rank=100,
+        max_cg_iter=1000,
         n_jobs=None,
     ):
         self.kernel = kernel
@@ -209,6 +250,11 @@ class GaussianProcessRegressor(_SklearnGPR):
         self.n_targets = n_targets
         self.random_state = random_state
         self.verbose = verbose
+        self.solver = solver
+        self.cg_tol = cg_tol
+        self.n_probes = n_probes
+        self.preconditioner_rank = preconditioner_rank
+        self.max_cg_iter = max_cg_iter
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ fit
@@ -289,12 +335,27 @@ class GaussianProcessRegressor(_SklearnGPR):
 
         X_train = np.copy(X) if self.copy_X_train else X
         y_train = np.copy(y) if self.copy_X_train else y
-        covariance = make_covariance(kernel, X_train)
-        objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
-                                             Workspace(n_samples))
+        # solver="iterative" refuses a slow kernel below rather than warn about it
+        covariance = make_covariance(kernel, X_train, warn=self.solver != "iterative")
+        n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
+        dense_bytes = fit_bytes(n_samples, n_features, n_targets_seen, kernel.n_dims,
+                                fast=covariance.is_fast)
+        solver = choose_solver(self.solver, covariance.is_fast, kernel, n_samples,
+                               dense_bytes,
+                               self._iterative_bytes(n_samples, n_features, n_targets_seen))
+        probe_seed = None
+        if solver == "iterative":
+            probe_seed = int(rng.randint(np.iinfo(np.int32).max))
+            objective = IterativeNegLogMarginalLikelihood(
+                covariance, y_train, diag_add, self._solver_options(), probe_seed,
+                verbose=self.verbose)
+        else:
+            objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
+                                                 Workspace(n_samples))
         limit_remedy = ("pass a callable optimizer (scikit-learn's contract) "
                         "that allows more iterations or a looser tolerance")
-        in_workers = (self.optimizer is not None and kernel.n_dims > 0
+        in_workers = (solver == "cholesky" and self.optimizer is not None
+                      and kernel.n_dims > 0
                       and runs_in_workers(self.n_jobs, self.n_restarts_optimizer))
 
         def optimize(evaluate):
@@ -322,21 +383,31 @@ class GaussianProcessRegressor(_SklearnGPR):
 
         # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
         # in the workspace the optimiser used; that buffer becomes L_.
+        iterative = solver == "iterative"
         fitted = fit_objective(
             objective, optimize,
-            needed_bytes=fit_bytes(
-                n_samples, np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1,
-                n_targets_seen, kernel.n_dims, fast=covariance.is_fast),
+            needed_bytes=(self._iterative_bytes(n_samples, n_features, n_targets_seen)
+                          if iterative else dense_bytes),
             operation="Fitting GaussianProcessRegressor",
-            remedies=["fit on fewer samples (a random subset, or average "
-                      "neighbouring points)",
-                      "use a machine with more memory"]
-                     + ([] if covariance.is_fast else
-                        ["use a kernel on fastgp's fast path, whose gradient needs "
-                         "no (N, N, n_hyperparameters) tensor"]),
+            remedies=(["fit on fewer samples (a random subset, or average "
+                       "neighbouring points)"]
+                      + ([] if iterative or not covariance.is_fast else
+                         [self._iterative_remedy(n_samples, n_features, n_targets_seen)])
+                      + ["use a machine with more memory"]
+                      + ([] if covariance.is_fast else
+                         ["use a kernel on fastgp's fast path, whose gradient needs "
+                          "no (N, N, n_hyperparameters) tensor"])),
             messages=self._factor_messages(kernel, y_train),
+            final=final_model if iterative else None,
             optimize_in_workers=in_workers)
+        if iterative:
+            self._warn_unconverged(objective.n_unconverged, objective.worst_residual,
+                                   f"{objective.n_unconverged} of the fit's "
+                                   f"{objective.n_solves} solves")
         return {
+            "solver_": solver,
+            "_probe_seed": probe_seed,
+            "_kernel_system": objective.kept_system if iterative else None,
             "kernel_": kernel,
             "_rng": rng,
             "_y_train_mean": y_mean,
@@ -350,6 +421,33 @@ class GaussianProcessRegressor(_SklearnGPR):
             "jitter_": fitted.jitter,
             "log_marginal_likelihood_value_": -fitted.value,
         }, fitted
+
+    # ------------------------------------------------------------- solvers
+    def _solver_options(self):
+        return SolverOptions(cg_tol=float(self.cg_tol), max_cg_iter=int(self.max_cg_iter),
+                             n_probes=int(self.n_probes),
+                             preconditioner_rank=int(self.preconditioner_rank))
+
+    def _iterative_bytes(self, n_samples, n_features, n_targets):
+        return iterative_fit_bytes(n_samples, n_features, n_targets, self.n_probes,
+                                   self.preconditioner_rank)
+
+    def _iterative_remedy(self, n_samples, n_features, n_targets):
+        needed = self._iterative_bytes(n_samples, n_features, n_targets)
+        return ('use solver="iterative" (matrix-free conjugate gradients, about '
+                f"{format_bytes(needed)} here)")
+
+    def _warn_unconverged(self, n_unconverged, worst_residual, where):
+        if n_unconverged:
+            warn_user(
+                f"Conjugate gradients stopped short of cg_tol={self.cg_tol:g} after "
+                f"max_cg_iter={self.max_cg_iter} iterations in {where}: the largest "
+                f"relative residual reached was {worst_residual:.3g}. Increase "
+                "max_cg_iter or preconditioner_rank, or loosen cg_tol.",
+                ConvergenceWarning)
+
+    def _is_iterative(self):
+        return getattr(self, "solver_", "cholesky") == "iterative"
 
     @staticmethod
     def _factor_messages(kernel, y_train):
@@ -428,15 +526,25 @@ class GaussianProcessRegressor(_SklearnGPR):
         if return_cov:
             self._check_predict_memory(X, n_train=len(self.alpha_))
             with threads_for(len(A)) as threads:
-                mean, cov = threads.evaluate(predict_mean_cov, covariance, theta,
-                                             self.L_, A, X)
+                if self._is_iterative():
+                    mean, cov, residual = threads.evaluate(
+                        predict_mean_cov_iterative, self._system(), A, X)
+                    self._warn_prediction_residual(residual)
+                else:
+                    mean, cov = threads.evaluate(predict_mean_cov, covariance, theta,
+                                                 self.L_, A, X)
             y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             if y_cov.shape[2] == 1:
                 y_cov = np.squeeze(y_cov, axis=2)
             return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
         with threads_for(len(A)) as threads:
-            mean, var = threads.evaluate(predict_mean_var, covariance, theta, self.L_,
-                                         A, X, want_var=return_std)
+            if self._is_iterative():
+                mean, var, residual = threads.evaluate(
+                    predict_mean_var_iterative, self._system(), A, X, want_var=return_std)
+                self._warn_prediction_residual(residual)
+            else:
+                mean, var = threads.evaluate(predict_mean_var, covariance, theta, self.L_,
+                                             A, X, want_var=return_std)
         if not return_std:
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
@@ -450,6 +558,24 @@ class GaussianProcessRegressor(_SklearnGPR):
         if y_std.shape[1] == 1:
             y_std = np.squeeze(y_std, axis=1)
         return self._checked(self._unnormalize_mean(mean), y_std, "standard deviation")
+
+    def _system(self):
+        """The fitted K~ and its preconditioner (iterative solver); rebuilt
+        after ``kernel_`` or ``alpha`` changed, or after unpickling."""
+        theta = self.kernel_.theta
+        system = getattr(self, "_kernel_system", None)
+        diag_add = self._diag_add(len(self.y_train_))
+        if (system is None or not np.array_equal(system.theta, theta)
+                or not np.array_equal(system.diag_add, diag_add)
+                or system.options != self._solver_options()):
+            covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
+            system = KernelSystem(covariance, theta, diag_add, self._solver_options())
+            self._kernel_system = system
+        return system
+
+    def _warn_prediction_residual(self, residual):
+        if residual > self.cg_tol:
+            self._warn_unconverged(1, residual, "the prediction's solve")
 
     def _n_targets(self):
         if hasattr(self, "alpha_"):
@@ -570,6 +696,9 @@ class GaussianProcessRegressor(_SklearnGPR):
             kernel.theta = theta
         covariance = make_covariance(kernel, self.X_train_, warn=False)
         n_samples = len(self.y_train_)
+        if self._is_iterative():
+            return self._log_marginal_likelihood_iterative(covariance, theta,
+                                                           eval_gradient)
         check_memory(
             log_marginal_likelihood_bytes(n_samples, self._n_targets(), kernel.n_dims,
                                           eval_gradient, fast=covariance.is_fast),
@@ -583,3 +712,24 @@ class GaussianProcessRegressor(_SklearnGPR):
                 value, grad = threads.evaluate(objective, theta)
                 return -value, -grad
             return -threads.evaluate(objective.value, theta)
+
+    def _log_marginal_likelihood_iterative(self, covariance, theta, eval_gradient):
+        """log_marginal_likelihood on the matrix-free path, with the fit's
+        probes: the function the optimiser saw."""
+        n_samples = len(self.y_train_)
+        n_features = self.X_train_.shape[1]
+        check_memory(
+            self._iterative_bytes(n_samples, n_features, self._n_targets()),
+            n_samples=n_samples, operation="log_marginal_likelihood(theta)",
+            remedies=["evaluate it on fewer samples", "use a machine with more memory"])
+        objective = IterativeNegLogMarginalLikelihood(
+            covariance, self.y_train_, self._diag_add(n_samples), self._solver_options(),
+            self._probe_seed, verbose=self.verbose)
+        with threads_for(n_samples) as threads:
+            if eval_gradient:
+                value, grad = threads.evaluate(objective, theta)
+            else:
+                value, grad = threads.evaluate(objective.value, theta), None
+        self._warn_unconverged(objective.n_unconverged, objective.worst_residual,
+                               "log_marginal_likelihood(theta)")
+        return -value if grad is None else (-value, -grad)

@@ -25,6 +25,7 @@ __all__ = ["Adapter", "ADAPTERS", "LIBRARY_LABELS", "get_adapter", "lbfgsb_drive
 #: name -> "module:Class"; the comparison's ``--peers`` takes these names.
 ADAPTERS = {
     "fastgp": "bench.peers.fastgp_engine:FastGP",
+    "fastgp-iterative": "bench.peers.fastgp_iterative:FastGPIterative",
     "sklearn": "bench.peers.sklearn_gpr:Sklearn",
     "gpy": "bench.peers.gpy_gpr:GPyRegression",
     "gpytorch-exact": "bench.peers.gpytorch_gpr:GPyTorchExact",
@@ -37,6 +38,7 @@ ADAPTERS = {
 
 LIBRARY_LABELS = {
     "fastgp": "fastgp",
+    "fastgp-iterative": 'fastgp (solver="iterative")',
     "sklearn": "scikit-learn",
     "gpy": "GPy",
     "gpytorch-exact": "GPyTorch (Cholesky)",

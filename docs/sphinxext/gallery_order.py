@@ -10,6 +10,7 @@ ORDER = [
     "plot_gplvm_digits.py",
     "plot_pipeline_grid_search.py",
     "plot_uncertainty.py",
+    "plot_iterative.py",
 ]
 
 

@@ -1,0 +1,239 @@
+"""The matrix-free solver against the Cholesky path: accuracy, time, memory.
+
+    python -m bench.bench_iterative --n 10000                     # accuracy, time, memory
+    python -m bench.bench_iterative --n 100000 --cases scale       # loss+gradient at 1e5
+    python -m bench.bench_iterative --n 2000 --problems 1d         # a quick look
+
+Cases (each problem of bench/_problems.py: ``1d`` is C * RBF + White on
+1-D data, ``ard10`` C * RBF(10 length scales) + White):
+
+- ``accuracy``: both solvers fit from the same start; the iterative fit's
+  hyperparameters are scored by the exact log marginal likelihood against the
+  Cholesky optimum (target: within 1 nat), and both models predict on 500
+  new points (targets: mean within 0.1 noise standard deviation, standard
+  deviation within 5 %). Reports the fits' wall times too.
+- ``time``: one loss+gradient at the problem's start, median of
+  ``--repeats`` after a warm-up, Cholesky and iterative side by side in one
+  process (target: iterative at most 0.5 x), with the CG iterations.
+- ``memory``: one loss+gradient of each solver in a fresh process; peak
+  resident memory above the process's baseline, as a multiple of 8 N^2
+  (target at N = 10,000: iterative at most 0.05).
+- ``scale``: the iterative loss+gradient alone, in a fresh process: time and
+  peak memory (target at N = 100,000: at most 1 GB above baseline).
+
+Solver options: ``--cg-tol``, ``--n-probes``, ``--rank``, ``--max-cg-iter``
+(default: the estimator's). Use a quiet machine for the long cases. Writes
+bench/results/iterative.json.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._measure import (MB, REPO_ROOT, PeakMemory, available_memory_bytes, environment,
+                       run_in_subprocess, write_json)
+from ._problems import ALPHA, make_problem
+
+CASES = ("accuracy", "time", "memory", "scale")
+PROBLEMS = ("1d", "ard10")
+
+
+def _options(spec):
+    from fastgp.kernel_system import SolverOptions
+    return SolverOptions(cg_tol=spec["cg_tol"], max_cg_iter=spec["max_cg_iter"],
+                         n_probes=spec["n_probes"], preconditioner_rank=spec["rank"])
+
+
+def _objectives(spec):
+    """(X, y, kernel, {solver: objective}) for the spec's problem."""
+    from fastgp.covariance import make_covariance
+    from fastgp.fitting import Workspace
+    from fastgp.iterative_objective import IterativeNegLogMarginalLikelihood
+    from fastgp.objective import NegLogMarginalLikelihood
+
+    problem = make_problem(spec["problem"], spec["n"], seed=0)
+    X, y, kernel = problem.X, problem.Y, problem.kernel
+    n = len(y)
+    covariance = make_covariance(kernel, np.ascontiguousarray(X, dtype=np.float64))
+    diag_add = np.full(n, ALPHA)
+    made = {
+        "cholesky": lambda: NegLogMarginalLikelihood(covariance, y[:, None], diag_add,
+                                                     Workspace(n)),
+        "iterative": lambda: IterativeNegLogMarginalLikelihood(
+            covariance, y[:, None], diag_add, _options(spec), seed=0),
+    }
+    return X, y, kernel, made
+
+
+def _estimator(kernel, solver, spec):
+    from fastgp import GaussianProcessRegressor
+    return GaussianProcessRegressor(kernel, solver=solver, random_state=0,
+                                    cg_tol=spec["cg_tol"], n_probes=spec["n_probes"],
+                                    preconditioner_rank=spec["rank"],
+                                    max_cg_iter=spec["max_cg_iter"])
+
+
+# ----------------------------------------------------------------- children
+def child_accuracy(spec):
+    X, y, kernel, _ = _objectives(spec)
+    fits = {}
+    for solver in ("cholesky", "iterative"):
+        start = time.perf_counter()
+        fits[solver] = _estimator(kernel, solver, spec).fit(X, y)
+        fits[solver].fit_s = time.perf_counter() - start
+    exact, iterative = fits["cholesky"], fits["iterative"]
+    Xq = make_problem(spec["problem"], 500, seed=1).X
+    mean0, std0 = exact.predict(Xq, return_std=True)
+    mean, std = iterative.predict(Xq, return_std=True)
+    noise_sd = float(np.sqrt(exact.kernel_.k2.noise_level + ALPHA))
+    scored = float(exact.log_marginal_likelihood(iterative.kernel_.theta))
+    return {
+        "lml_cholesky_optimum": float(exact.log_marginal_likelihood_value_),
+        "lml_exact_at_iterative_theta": scored,
+        "lml_gap_nats": float(exact.log_marginal_likelihood_value_ - scored),
+        "kernel_cholesky": str(exact.kernel_), "kernel_iterative": str(iterative.kernel_),
+        "mean_error_noise_sd": float(np.max(np.abs(mean - mean0)) / noise_sd),
+        "std_relative_error": float(np.max(np.abs(std / std0 - 1.0))),
+        "fit_s": {"cholesky": exact.fit_s, "iterative": iterative.fit_s},
+        "evaluations": {"cholesky": exact.n_evaluations_,
+                        "iterative": iterative.n_evaluations_},
+    }
+
+
+def child_time(spec):
+    _, _, kernel, made = _objectives(spec)
+    theta = kernel.theta
+    out = {}
+    for solver in ("cholesky", "iterative"):
+        objective = made[solver]()
+        objective(theta)  # warm-up: compiles, allocates the workspace
+        times = []
+        for _ in range(spec["repeats"]):
+            start = time.perf_counter()
+            objective(theta)
+            times.append(time.perf_counter() - start)
+        out[solver] = {"median_s": float(np.median(times)), "times_s": times}
+        if solver == "iterative":
+            out[solver]["cg_iterations"] = objective.last_cg.n_iterations
+            out[solver]["cg_residual"] = objective.last_cg.max_residual
+    out["ratio"] = out["iterative"]["median_s"] / out["cholesky"]["median_s"]
+    return out
+
+
+def child_memory(spec):
+    _, _, kernel, made = _objectives(spec)
+    small = dict(spec, n=200)
+    made_small = _objectives(small)[3]
+    made_small[spec["solver"]]()(kernel.theta)  # compile outside the measurement
+    with PeakMemory() as peak:
+        start = time.perf_counter()
+        objective = made[spec["solver"]]()
+        objective(kernel.theta)
+        elapsed = time.perf_counter() - start
+    out = {"memory": peak.as_dict(spec["n"]), "time_s": elapsed}
+    if spec["solver"] == "iterative":
+        out["cg_iterations"] = objective.last_cg.n_iterations
+        out["cg_residual"] = objective.last_cg.max_residual
+    return out
+
+
+CHILDREN = {"accuracy": child_accuracy, "time": child_time, "memory": child_memory}
+
+
+def run_child(spec):
+    result = CHILDREN[spec["child"]](spec)
+    Path(spec["out"]).write_text(json.dumps(result))
+
+
+# ------------------------------------------------------------------- parent
+def _spawn(spec, timeout_s):
+    guard = 0.9 * (available_memory_bytes() or 0) or None
+    return run_in_subprocess("bench.bench_iterative", spec, timeout_s=timeout_s,
+                             memory_limit_bytes=guard)
+
+
+def run(case, problem, args):
+    spec = dict(problem=problem, n=args.n, cg_tol=args.cg_tol, n_probes=args.n_probes,
+                rank=args.rank, max_cg_iter=args.max_cg_iter, repeats=args.repeats)
+    if case in ("accuracy", "time"):
+        result = _spawn(dict(spec, child=case), args.timeout)
+    elif case == "memory":
+        result = {solver: _spawn(dict(spec, child="memory", solver=solver), args.timeout)
+                  for solver in ("cholesky", "iterative")}
+    else:  # scale: the iterative path alone
+        result = _spawn(dict(spec, child="memory", solver="iterative"), args.timeout)
+    return dict(case=case, problem=problem, n=args.n, result=result)
+
+
+def _line(r):
+    res = r["result"]
+    head = f"{r['case']:8s} {r['problem']:6s} N = {r['n']:,}: "
+    if r["case"] == "memory":
+        parts = []
+        for solver, one in res.items():
+            if one.get("status") != "ok":
+                parts.append(f"{solver} {one.get('status')}: {one.get('reason', '')}")
+            else:
+                parts.append(f"{solver} {one['memory']['delta_mb']:.1f} MB "
+                             f"({one['memory']['multiple_of_8n2']:.4f} x 8N^2)")
+        return head + "; ".join(parts)
+    if res.get("status") != "ok":
+        return head + f"{res.get('status')}: {res.get('reason', '')}"
+    if r["case"] == "accuracy":
+        return head + (f"LML gap {res['lml_gap_nats']:.3f} nats (target <= 1), mean error "
+                       f"{res['mean_error_noise_sd']:.3f} noise sd (<= 0.1), std error "
+                       f"{100 * res['std_relative_error']:.2f} % (<= 5 %); fits "
+                       f"{res['fit_s']['cholesky']:.1f} s / {res['fit_s']['iterative']:.1f} s")
+    if r["case"] == "time":
+        return head + (f"loss+grad Cholesky {res['cholesky']['median_s']:.3f} s, iterative "
+                       f"{res['iterative']['median_s']:.3f} s ({res['ratio']:.2f} x, target "
+                       f"<= 0.5; {res['iterative']['cg_iterations']} CG iterations)")
+    return head + (f"iterative loss+grad {res['time_s']:.1f} s, "
+                   f"{res['memory']['delta_mb']:.0f} MB above baseline (target <= 1024 MB), "
+                   f"{res['cg_iterations']} CG iterations")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 1 and argv[0].startswith("{"):  # a child: one case
+        run_child(json.loads(argv[0]))
+        return 0
+    from fastgp.kernel_system import SolverOptions
+    defaults = SolverOptions()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=10_000, help="training samples N")
+    parser.add_argument("--cases", default="accuracy,time,memory",
+                        help=f"comma-separated, of {', '.join(CASES)}")
+    parser.add_argument("--problems", default=",".join(PROBLEMS),
+                        help=f"comma-separated, of {', '.join(PROBLEMS)}")
+    parser.add_argument("--cg-tol", type=float, default=defaults.cg_tol)
+    parser.add_argument("--n-probes", type=int, default=defaults.n_probes)
+    parser.add_argument("--rank", type=int, default=defaults.preconditioner_rank)
+    parser.add_argument("--max-cg-iter", type=int, default=defaults.max_cg_iter)
+    parser.add_argument("--repeats", type=int, default=3, help="timed loss+gradients")
+    parser.add_argument("--timeout", type=float, default=7200.0, help="seconds per case")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench/results/iterative.json")
+    args = parser.parse_args(argv)
+    cases = [c for c in args.cases.split(",") if c]
+    problems = [p for p in args.problems.split(",") if p]
+    if set(cases) - set(CASES) or set(problems) - set(PROBLEMS):
+        parser.error(f"cases from {CASES}, problems from {PROBLEMS}")
+    results = []
+    for case in cases:
+        for problem in problems:
+            r = run(case, problem, args)
+            print(_line(r), flush=True)
+            results.append(r)
+    write_json(args.out, dict(question=__doc__.splitlines()[0], cases=results,
+                              options=vars(args) | {"out": str(args.out)},
+                              environment=environment()))
+    print(f"\nwrote {args.out} ({MB:.0f}-byte MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

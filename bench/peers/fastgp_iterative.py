@@ -1,0 +1,58 @@
+"""fastgp's matrix-free solver: the objective an optimiser step calls with
+``solver="iterative"``.
+
+``loss_grad`` is :class:`fastgp.iterative_objective.IterativeNegLogMarginalLikelihood`
+with the estimator's default options (CG tolerance, probes, preconditioner
+rank) and probes seeded once, exactly what
+``GaussianProcessRegressor(solver="iterative").fit`` evaluates per L-BFGS-B
+step; ``fit`` is that estimator. Its values are stochastic estimates of the
+others' (docs/design.md, "The matrix-free path").
+"""
+
+import time
+
+from .._problems import ALPHA
+from ._base import LBFGSBCounter
+from .fastgp_engine import FastGP
+
+__all__ = ["FastGPIterative"]
+
+
+class FastGPIterative(FastGP):
+    name = "fastgp-iterative"
+
+    @classmethod
+    def estimate_bytes(cls, problem_name, n, n_features, n_theta):
+        from fastgp.kernel_system import SolverOptions
+        from fastgp.memory import iterative_fit_bytes
+
+        options = SolverOptions()
+        return 1.5 * iterative_fit_bytes(n, n_features, 1, options.n_probes,
+                                         options.preconditioner_rank) + 64e6
+
+    def prepare(self, problem):
+        from fastgp.covariance import make_covariance
+        from fastgp.iterative_objective import IterativeNegLogMarginalLikelihood
+        from fastgp.kernel_system import SolverOptions
+
+        self.problem = problem
+        covariance = make_covariance(problem.kernel, problem.X)
+        if not covariance.is_fast:
+            raise RuntimeError(f"{problem.kernel} is not on fastgp's fast path")
+        self.objective = IterativeNegLogMarginalLikelihood(
+            covariance, problem.Y, ALPHA, SolverOptions(), seed=0)
+
+    def fit(self, max_iter=None):
+        from fastgp import GaussianProcessRegressor
+
+        self.objective = None
+        counter = LBFGSBCounter(max_iter)
+        gpr = GaussianProcessRegressor(self.problem.kernel, alpha=ALPHA, optimizer=counter,
+                                       solver="iterative", random_state=0)
+        start = time.perf_counter()
+        gpr.fit(self.problem.X, self.problem.Y)
+        wall = time.perf_counter() - start
+        return dict(wall_s=wall, n_evaluations=counter.n_evaluations,
+                    n_iterations=counter.n_iterations,
+                    final_nlml=-float(gpr.log_marginal_likelihood_value_),
+                    theta=gpr.kernel_.theta.tolist(), message=counter.message)

@@ -1,0 +1,212 @@
+"""The negative log marginal likelihood and its gradient without an N x N
+matrix: the matrix-free path's objective (docs/design.md, "The matrix-free
+path"; Gardner et al. 2018; Wang et al. 2019).
+
+For K~ = k(X, X; theta) + diag(alpha), targets Y (N, T) and t probes
+z_i = L_k e_i + D^1/2 g_i ~ N(0, P) (:mod:`fastgp.preconditioner`), one
+batched preconditioned CG solves K~ [A, U] = [Y, Z] and
+
+    L        ~ 1/2 tr(Y^T A) + T/2 (log|P| + (1/t) sum_i SLQ_i) + N T/2 log(2 pi)
+    dL/dth_p ~ 1/2 (T tr(P^-1 dK_p)
+                    + T/t sum_i (u_i - P^-1 z_i)^T dK_p (P^-1 z_i)
+                    - sum_c a_c^T dK_p a_c)
+
+SLQ_i is the Lanczos quadrature of z_i^T P^-1/2 log(P^-1/2 K~ P^-1/2) P^-1/2 z_i
+from the CG scalars of column z_i (:func:`fastgp.krylov.lanczos_quadrature`),
+an estimate of log|P^-1 K~| whose mean over probes is unbiased up to the
+quadrature's error. The trace tr(K~^-1 dK) is split into tr(P^-1 dK), exact
+by the Woodbury identity (the kernel's diagonal derivative and k bilinear
+forms), and tr((K~^-1 - P^-1) dK), estimated from the probes: unbiased because
+E[z z^T] = P (Hutchinson 1990 with P-distributed probes), and with a variance
+that vanishes as P approaches K~ (the preconditioner as a control variate).
+Every bilinear form of the gradient is one backend ``grad_bilinear`` pass over
+t + T + k columns.
+
+The standard normal draws e_i, g_i are made once per objective from its seed,
+so the objective is one deterministic function of theta for the whole fit.
+"""
+
+import math
+
+import numpy as np
+
+from .kernel_diagonal import diagonal_gradient
+from .kernel_system import KernelSystem
+from .krylov import lanczos_quadrature
+from .linalg import NotPositiveDefiniteError
+
+__all__ = ["IterativeNegLogMarginalLikelihood", "ProbeDraws", "final_model"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class ProbeDraws:
+    """The standard normal draws behind the probes, made once.
+
+    E : ndarray (k_max, t), G : ndarray (n, t), float64, from
+    ``numpy.random.default_rng(seed)`` (E first, then G).
+    """
+
+    def __init__(self, n_samples, rank, n_probes, seed):
+        rng = np.random.default_rng(seed)
+        self.E = rng.standard_normal((int(min(rank, n_samples)), int(n_probes)))
+        self.G = rng.standard_normal((int(n_samples), int(n_probes)))
+
+
+class IterativeNegLogMarginalLikelihood:
+    """``f(theta) -> (L, dL/dtheta)`` estimated matrix-free, for
+    ``scipy.optimize.minimize(jac=True)``.
+
+    Parameters
+    ----------
+    covariance : FastCovariance
+        Backend with ``matmat``, ``grad_bilinear``, ``cross``, ``diag``.
+    Y : ndarray (n_samples, n_targets)
+        Targets (normalised if the estimator normalises).
+    diag_add : ndarray (n_samples,)
+        The estimator's alpha.
+    options : fastgp.kernel_system.SolverOptions
+    seed : int
+        Seeds the probes' draws (:class:`ProbeDraws`).
+    verbose : bool
+        Print CG's iterations and final residual after each evaluation.
+
+    Attributes
+    ----------
+    n_evaluations : int
+    n_solves : int
+        Batched CG solves (one per evaluation, and the fit's last step).
+    n_unconverged : int
+        Solves that stopped short of ``options.cg_tol``.
+    worst_residual : float
+        Largest relative residual at which CG stopped short of its tolerance
+        (0.0 if it never did).
+    last_cg : CGResult or None, the latest solve
+    kept_system : KernelSystem or None, set by :func:`final_model`
+
+    Where K~ is not positive definite (CG or the quadrature finds a
+    non-positive curvature) or a value is not finite, the call returns
+    ``(inf, zeros)``, as :class:`fastgp.objective.NegLogMarginalLikelihood`.
+    """
+
+    def __init__(self, covariance, Y, diag_add, options, seed, verbose=False):
+        self.covariance = covariance
+        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
+        self.diag_add = np.ascontiguousarray(
+            np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (len(self.Y),)))
+        self.options = options
+        self.draws = ProbeDraws(len(self.Y), options.preconditioner_rank,
+                                options.n_probes, seed)
+        self.verbose = bool(verbose)
+        self.n_evaluations = 0
+        self.n_solves = 0
+        self.n_unconverged = 0
+        self.worst_residual = 0.0
+        self.last_cg = None
+        self.kept_system = None
+
+    @property
+    def n_samples(self):
+        return self.Y.shape[0]
+
+    def _solve(self, theta):
+        """(system, A (n, T), U (n, t), Z (n, t), value) at theta."""
+        system = KernelSystem(self.covariance, theta, self.diag_add, self.options)
+        Z = system.preconditioner.probes(self.draws.E, self.draws.G)
+        n, T = self.Y.shape
+        cg = system.solve(np.hstack([self.Y, Z]))
+        self.last_cg = cg
+        self.n_solves += 1
+        if not cg.converged:
+            self.n_unconverged += 1
+            self.worst_residual = max(self.worst_residual, cg.max_residual)
+        if self.verbose:
+            print(f"      CG {cg.n_iterations} iterations, relative residual "
+                  f"{cg.max_residual:.2e} (tol {cg.tol:.1e}), preconditioner rank "
+                  f"{system.preconditioner.rank}", flush=True)
+        t = Z.shape[1]
+        quadrature = lanczos_quadrature(cg, range(T, T + t))
+        log_det = system.preconditioner.log_det + float(np.mean(quadrature))
+        A, U = cg.X[:, :T], cg.X[:, T:]
+        value = (0.5 * float(np.einsum("ik,ik->", self.Y, A)) + 0.5 * T * log_det
+                 + 0.5 * n * T * _LOG_2PI)
+        return system, A, U, Z, value
+
+    def _gradient(self, theta, system, A, U, Z):
+        """Module docstring: tr(K~^-1 dK) = tr(P^-1 dK) + tr((K~^-1 - P^-1) dK),
+        the first exact (Woodbury, the kernel's diagonal derivative), the
+        second from the probes, whose variance vanishes as P nears K~."""
+        T, t = A.shape[1], U.shape[1]
+        if self.covariance.n_theta == 0:
+            return np.zeros(0)
+        P = system.preconditioner
+        n, k = U.shape[0], P.rank
+        # the pass's two operands, written in place: [T/t (U - W), A, T D^-1 L]
+        # and [W, -A, -D^-1 L C^-1] (no other (n, t + T + k) temporaries)
+        left = np.empty((n, t + T + k))
+        right = np.empty((n, t + T + k))
+        right[:, :t] = P.solve(Z)                          # W = P^-1 z_i
+        np.subtract(U, right[:, :t], out=left[:, :t])
+        left[:, :t] *= T / t
+        left[:, t:t + T] = A
+        np.negative(A, out=right[:, t:t + T])
+        P.trace_factors(left[:, t + T:], right[:, t + T:])
+        left[:, t + T:] *= T
+        np.negative(right[:, t + T:], out=right[:, t + T:])
+        diagonal = diagonal_gradient(self.covariance.kernel, theta, self.covariance.X)
+        exact_diagonal = T * (P.D ** -1 @ diagonal)
+        return 0.5 * (exact_diagonal + self.covariance.grad_bilinear(theta, left, right))
+
+    def evaluate(self, theta, with_gradient=True):
+        """(value, gradient or None) at theta; raises NotPositiveDefiniteError."""
+        theta = np.asarray(theta, dtype=np.float64)
+        system, A, U, Z, value = self._solve(theta)
+        grad = self._gradient(theta, system, A, U, Z) if with_gradient else None
+        return value, grad
+
+    def value(self, theta):
+        """L(theta) alone; inf where K~ is not positive definite."""
+        self.n_evaluations += 1
+        try:
+            value, _ = self.evaluate(theta, with_gradient=False)
+        except NotPositiveDefiniteError:
+            return math.inf
+        return value if math.isfinite(value) else math.inf
+
+    def __call__(self, theta):
+        """(L(theta), dL/dtheta (n_theta,)); (inf, zeros) if not PD."""
+        self.n_evaluations += 1
+        theta = np.asarray(theta, dtype=np.float64)
+        failed = (math.inf, np.zeros(theta.shape))
+        try:
+            value, grad = self.evaluate(theta)
+        except NotPositiveDefiniteError:
+            return failed
+        if not (math.isfinite(value) and np.all(np.isfinite(grad))):
+            return failed
+        return value, grad
+
+    def final(self, theta):
+        """The kept model at theta: (A (n, T), value, system); raises
+        NotPositiveDefiniteError."""
+        system, A, _, _, value = self._solve(np.asarray(theta, dtype=np.float64))
+        return A, value, system
+
+
+def final_model(objective, point, messages):
+    """The fit core's last step on the matrix-free path (the ``final`` of
+    :func:`fastgp.fitting.fit_objective`): (None, A, value, 0.0) at
+    ``point``; the system (with its preconditioner) is kept on
+    ``objective.kept_system`` for prediction.
+
+    Raises numpy.linalg.LinAlgError (K~ not positive definite) and
+    ValueError (the value or A not finite) with ``messages``' texts.
+    """
+    try:
+        A, value, system = objective.final(point)
+    except NotPositiveDefiniteError as exc:
+        raise np.linalg.LinAlgError(messages.not_positive_definite(0.0), str(exc)) from exc
+    if not (math.isfinite(value) and np.all(np.isfinite(A))):
+        raise ValueError(messages.overflow())
+    objective.kept_system = system
+    return None, A, value, 0.0

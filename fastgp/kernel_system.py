@@ -1,0 +1,66 @@
+"""The linear system of the matrix-free path at one theta: K~ = k(X, X;
+theta) + diag(alpha), its preconditioner, and batched CG solves with it.
+
+Shared by the iterative objective (:mod:`fastgp.iterative_objective`) and
+iterative prediction (:mod:`fastgp.iterative_predictive`). K~ is never
+stored: every product goes through the backend's ``matmat`` (tile by tile on
+the fast path; docs/design.md, "The matrix-free path").
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .krylov import batched_cg
+from .preconditioner import build_preconditioner
+
+__all__ = ["SolverOptions", "KernelSystem"]
+
+
+@dataclass(frozen=True)
+class SolverOptions:
+    """The matrix-free path's settings (the estimator's parameters).
+
+    cg_tol : float, relative residual ||b - K~ x|| / ||b|| at which CG stops
+    max_cg_iter : int, most CG iterations per solve
+    n_probes : int, probe vectors t of the stochastic estimates
+    preconditioner_rank : int, largest rank k of the pivoted Cholesky
+    """
+
+    cg_tol: float = 1e-4
+    max_cg_iter: int = 1000
+    n_probes: int = 16
+    preconditioner_rank: int = 100
+
+
+class KernelSystem:
+    """K~ at one theta, with its preconditioner built on construction.
+
+    Parameters
+    ----------
+    covariance : FastCovariance
+        Backend over the training inputs (``matmat``, ``cross``, ``diag``).
+    theta : ndarray (n_theta,) log-space hyperparameters
+    diag_add : ndarray (n,) float64, the estimator's alpha
+    options : SolverOptions
+    """
+
+    def __init__(self, covariance, theta, diag_add, options):
+        self.covariance = covariance
+        self.theta = np.asarray(theta, dtype=np.float64)
+        self.diag_add = diag_add
+        self.options = options
+        self.preconditioner = build_preconditioner(covariance, self.theta, diag_add,
+                                                   options.preconditioner_rank)
+
+    def matmat(self, V):
+        """K~ V for V (n, c) float64."""
+        return self.covariance.matmat(self.theta, np.ascontiguousarray(V),
+                                      diag_add=self.diag_add)
+
+    def solve(self, B, tol=None):
+        """Batched preconditioned CG for K~ X = B (n, c); a CGResult.
+        Raises NotPositiveDefiniteError where K~ is not positive definite."""
+        return batched_cg(self.matmat, B, self.preconditioner.solve,
+                          self.options.cg_tol if tol is None else tol,
+                          self.options.max_cg_iter)
