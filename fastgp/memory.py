@@ -440,8 +440,10 @@ def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
 
 
 def fits_in_memory(needed):
-    """Whether ``needed`` bytes fit in the memory available now: the
-    machine's budget (:func:`fastgp.memory_budget.budget_reading`).
+    """Whether ``needed`` bytes fit in the machine's memory budget.
+
+    The budget once the other fits running now have released theirs
+    (:func:`fastgp.memory_budget.budget_capacity`): a fit waits for them.
 
     True where the check is off (:func:`skip_memory_check`) or no figure can
     be read, as :func:`check_memory` would let the operation proceed.
@@ -459,9 +461,11 @@ def fits_in_memory(needed):
     if not memory_check_enabled():
         return True, None
     # imported here: the budget module builds on this one
-    from .memory_budget import budget_reading
+    from .memory_budget import budget_capacity
 
-    reading = budget_reading()  # FASTGP_MEMORY_LIMIT and other fits' reservations
+    # FASTGP_MEMORY_LIMIT or the machine's memory, less what other fits keep
+    # for good; a fit that fits once others release waits for them instead
+    reading = budget_capacity()
     return reading is None or needed <= reading.available, reading
 
 

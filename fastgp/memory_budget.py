@@ -388,6 +388,26 @@ def budget_reading():
     return MemoryReading(max(0, int(free)), _with_reservations(source, entries))
 
 
+def budget_capacity():
+    """The memory a new operation could use on this machine once every other
+    fit released its reservations (it would wait for them, not be refused):
+    what the solver choice compares an estimate with.
+
+    Returns
+    -------
+    fastgp.memory.MemoryReading or None
+        As :func:`budget_reading`; None where nothing can be read.
+    """
+    try:
+        entries, state = _read_ledger()
+    except _NoLedger:
+        return budget_reading()
+    if state is None:
+        return None
+    _, source, capacity = state
+    return MemoryReading(max(0, int(capacity)), _with_reservations(source, entries))
+
+
 def _with_reservations(source, entries):
     if not entries:
         return source

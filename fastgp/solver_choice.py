@@ -20,8 +20,9 @@ def choose_solver(solver, is_fast, kernel, n_samples, dense_bytes, iterative_byt
 
     "auto" takes the iterative path, with a UserWarning giving both
     estimates, where the kernel is on the fast path and the Cholesky path's
-    estimate does not fit the memory available now but the iterative one's
-    does; otherwise the Cholesky path (whose refusal, where nothing fits,
+    estimate does not fit the machine's memory budget (even once the other
+    fits running now release theirs: :func:`fastgp.memory.fits_in_memory`)
+    but the iterative one's does; otherwise the Cholesky path (whose refusal, where nothing fits,
     names the remedies).
     Raises ValueError for "iterative" with a kernel off the fast path.
     """
@@ -42,7 +43,7 @@ def choose_solver(solver, is_fast, kernel, n_samples, dense_bytes, iterative_byt
     warn_user(
         f'solver="auto" chose the iterative solver: the Cholesky path needs about '
         f"{format_bytes(dense_bytes)} for N = {n_samples:,} samples, but only "
-        f"{format_bytes(reading.available)} is available now ({reading.source}); the "
+        f"{format_bytes(reading.available)} is available to it ({reading.source}); the "
         f"matrix-free path needs about {format_bytes(iterative_bytes)}. Its likelihood "
         'is a stochastic estimate; pass solver="cholesky" or solver="iterative" to '
         "choose yourself.", UserWarning)
