@@ -119,17 +119,51 @@ def _zero_dx(n, d, s, want_x2, D1, D2):
 
 
 @jit(_nrt=False)
-def _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
-                        want_theta, want_x1, want_x2, s, G, D1, D2, Wk):
+def _scaled_sqdist_kept(X1, i0, n, X2, j, params, theta_of_param, ls, m,
+                        want_theta, want_x1, s, G, D1, Wk):
+    """scaled_sqdist (Wk[0, t] = r2, l = params[ls : ls+m]) that keeps each
+    dimension's u_k = (X1[i0+t, k] - X2[j, k]) / l_k for the derivatives
+    (_radial_derivatives), so that no distance is computed twice:
+
+    - if want_x1: u_k in D1[s, k, :n];
+    - else, if want_theta and m > 1: u_k in G[ti, :n] for each free
+      length scale (ti = theta_of_param[ls + k] >= 0); rows of fixed ones
+      are not touched.
+    """
+    d = X1.shape[1]
+    for t in range(n):
+        Wk[0, t] = 0.0
+    for k in range(d):
+        inv = 1.0 / (params[ls] if m == 1 else params[ls + k])
+        x2 = X2[j, k]
+        tk = theta_of_param[ls + k] if (want_theta and m > 1) else -1
+        if want_x1:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                D1[s, k, t] = u
+                Wk[0, t] += u * u
+        elif tk >= 0:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                G[tk, t] = u
+                Wk[0, t] += u * u
+        else:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                Wk[0, t] += u * u
+
+
+@jit(_nrt=False)
+def _radial_derivatives(n, d, params, theta_of_param, ls, m, want_theta,
+                        want_x1, want_x2, s, G, D1, D2, Wk):
     """Length-scale and input derivatives of a leaf whose value depends on
-    r2 = Wk[0, t] alone, from its radial factor Wk[1, t] = W = -2 dk/d(r2).
-    With u_k = (x_k - x'_k) / l_k (l = params[ls : ls+m]):
+    r2 = Wk[0, t] alone, from its radial factor Wk[1, t] = W = -2 dk/d(r2)
+    and the u_k = (x_k - x'_k) / l_k (l = params[ls : ls+m]) that
+    _scaled_sqdist_kept left in D1[s] or G:
 
         dk/dlog l_k = W u_k^2   (m == 1: dk/dlog l = W r2)
         dk/dx_k     = -W u_k / l_k,    dk/dx'_k = -dk/dx_k
-
-    both from the same u_k."""
-    d = X1.shape[1]
+    """
     if want_theta and m == 1:
         ti = theta_of_param[ls]
         if ti >= 0:
@@ -139,22 +173,20 @@ def _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
         return
     for k in range(d):
         inv = 1.0 / (params[ls] if m == 1 else params[ls + k])
-        x2 = X2[j, k]
         tk = theta_of_param[ls + k] if (want_theta and m > 1) else -1
         if tk >= 0 and want_x1:
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
+                u = D1[s, k, t]
                 wu = Wk[1, t] * u
                 G[tk, t] = wu * u
                 D1[s, k, t] = -wu * inv
-        elif tk >= 0:
+        elif tk >= 0:  # the same rounding as with want_x1: (W u) u
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
-                G[tk, t] = Wk[1, t] * u * u
+                u = G[tk, t]
+                G[tk, t] = (Wk[1, t] * u) * u
         elif want_x1:
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
-                D1[s, k, t] = -(Wk[1, t] * u) * inv
+                D1[s, k, t] = -(Wk[1, t] * D1[s, k, t]) * inv
     if want_x2:
         _mirror(n, d, s, D1, D2)
 
@@ -166,9 +198,14 @@ def _radial_leaf(code, X1, i0, n, X2, j, params, theta_of_param, ps, m,
     r2 = sum_k ((x_k - x'_k) / l_k)^2, params[ps : ps+m] = l: the value and
     radial factor from stationary_profile, the derivatives from
     _radial_derivatives. Leaves Wk[0] = r2, Wk[1] = W."""
-    scaled_sqdist(X1, i0, n, X2, j, params, ps, m, Wk)
+    # (spelled out, not a helper: one more call level costs RBF's fill 10 %)
+    if want_x1 or (want_theta and m > 1):
+        _scaled_sqdist_kept(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                            want_theta, want_x1, s, G, D1, Wk)
+    else:
+        scaled_sqdist(X1, i0, n, X2, j, params, ps, m, Wk)
     stationary_profile(code, n, V, s, Wk)
-    _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+    _radial_derivatives(n, X1.shape[1], params, theta_of_param, ps, m,
                         want_theta, want_x1, want_x2, s, G, D1, D2, Wk)
 
 
@@ -185,7 +222,12 @@ def _rational_quadratic_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
 
     log1p and exp vectorised over the row. Leaves Wk[0] = r2, Wk[1] = W."""
     ls = ps + 1
-    scaled_sqdist(X1, i0, n, X2, j, params, ls, m, Wk)
+    # (spelled out, not a helper: one more call level costs RBF's fill 10 %)
+    if want_x1 or (want_theta and m > 1):
+        _scaled_sqdist_kept(X1, i0, n, X2, j, params, theta_of_param, ls, m,
+                            want_theta, want_x1, s, G, D1, Wk)
+    else:
+        scaled_sqdist(X1, i0, n, X2, j, params, ls, m, Wk)
     alpha = params[ps]
     two_alpha = 2.0 * alpha
     for t in range(n):
@@ -204,7 +246,7 @@ def _rational_quadratic_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
     if ta >= 0:
         for t in range(n):
             G[ta, t] *= V[s, t]
-    _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
+    _radial_derivatives(n, X1.shape[1], params, theta_of_param, ls, m,
                         want_theta, want_x1, want_x2, s, G, D1, D2, Wk)
 
 
