@@ -80,21 +80,23 @@ def stationary_profile(code, n, V, s, Wk):
             Wk[1, t] = V[s, t]
         return
     scale = 1.0 if code == op.MATERN12 else (_SQRT3 if code == op.MATERN32 else _SQRT5)
-    for t in range(n):
-        V[s, t] = -scale * math.sqrt(Wk[0, t])
+    for t in range(n):  # Wk[1] = r, one sqrt per entry for value and W
+        r = math.sqrt(Wk[0, t])
+        Wk[1, t] = r
+        V[s, t] = -scale * r
     exp_inplace(V[s], n, Wk[2])
     if code == op.MATERN12:
         for t in range(n):
-            r = math.sqrt(Wk[0, t])
+            r = Wk[1, t]
             Wk[1, t] = V[s, t] / r if r > 0.0 else 0.0
     elif code == op.MATERN32:
         for t in range(n):
             e = V[s, t]
+            V[s, t] = (1.0 + _SQRT3 * Wk[1, t]) * e
             Wk[1, t] = 3.0 * e
-            V[s, t] = (1.0 + _SQRT3 * math.sqrt(Wk[0, t])) * e
     else:
         for t in range(n):
-            a = _SQRT5 * math.sqrt(Wk[0, t])
+            a = _SQRT5 * Wk[1, t]
             e = V[s, t]
             Wk[1, t] = (5.0 / 3.0) * (1.0 + a) * e
             V[s, t] = (1.0 + a + a * a / 3.0) * e
