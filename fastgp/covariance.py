@@ -10,6 +10,10 @@ the methods of this module's classes, and nothing outside this module (and
 ``cross``                         k(X, X*) for prediction
 ``prior_cov``                     k(X*, X*) for the joint predictive covariance
 ``diag``                          k(x*, x*) for the predictive variance
+``matmat``                        (K + diag(alpha)) V for a block of vectors V
+``dmatmat``                       dK/dtheta_p V for every hyperparameter p
+``grad_bilinear``                 tr(P^T dK/dtheta_p Q) for every p
+``cross_matmat``                  k(X*, X) V for prediction without k(X, X*)
 ``grad_latent`` (latent only)     sum_j W_nj dk(x_n, x_j)/dx_n, with the
                                   theta trace fused into the same pass
 ``diag_with_grad`` (latent only)  k(x*, x*) and its input derivative
@@ -28,6 +32,10 @@ Matern with another nu, CompoundKernel, kernels on non-vector inputs). It
 gives the same numbers at the price of scikit-learn's memory: the gradient
 needs the (N, N, n_theta) tensor and a full N x N W beside the workspace.
 
+The product methods (``matmat`` to ``cross_matmat``) store no N x N array
+on the fast path (:mod:`fastgp._engine.product_passes`): they serve the
+matrix-free solver and the Laplace classifier's Newton steps.
+
 The regression backends share the first five methods, so the objective and
 prediction do not care which one they hold. Every parallel pass runs under
 :data:`fastgp._engine.config.PARALLEL_LOCK` (Numba's workqueue is not
@@ -39,6 +47,7 @@ import numpy as np
 from ._engine import latent_passes as latent_jitted
 from ._engine import opcodes as op
 from ._engine import passes as jitted
+from ._engine import product_passes as product_jitted
 from ._engine.config import PARALLEL_LOCK
 from ._user_warnings import warn_user
 from .lowering import fast_path_summary, lower_kernel
@@ -167,6 +176,65 @@ class FastCovariance:
         """k(x*, x*) (m,) for each row of X_query, white noise included (the
         kernel object's ``diag``: O(m), nothing to gain from a pass)."""
         return _kernel_at(self.kernel, theta).diag(X_query)
+
+    def _product(self, theta, X_query, on_diagonal, n_theta, V):
+        """The product pass: ``out[p] = k(X, X_query)^T V`` (n_theta = 0,
+        p = 0) or ``dk/dtheta_p (X, X_query)^T V``; out (max(n_theta, 1), m, t)."""
+        p = self.program
+        V2 = _vector_block(V, self.X.shape[0])
+        out = np.empty((max(n_theta, 1), X_query.shape[0], V2.shape[1]))
+        with PARALLEL_LOCK:
+            product_jitted.kernel_matmat(self.X, X_query, on_diagonal, p.ops,
+                                         p.op_float, p.params(theta),
+                                         p.theta_of_param, p.stack_depth,
+                                         n_theta, V2, out)
+        return out
+
+    def matmat(self, theta, V, diag_add=None):
+        """(K + diag(diag_add)) V, K = k(X, X) with the white-noise diagonal
+        (what ``fill_lower`` writes). V (n,) or (n, t); result has V's shape."""
+        out = self._product(theta, self.X, True, 0, V)[0]
+        return _finish_matmat(out, V, diag_add)
+
+    def dmatmat(self, theta, V):
+        """dK/dtheta_p V for every p: (n_theta, n, t), or (n_theta, n) for a
+        vector V (n,); theta on the log scale, as ``kernel.theta``."""
+        out = self._product(theta, self.X, True, self.n_theta, V)
+        return out[:, :, 0] if np.ndim(V) == 1 else out
+
+    def grad_bilinear(self, theta, P, Q):
+        """tr(P^T dK/dtheta_p Q) = sum_q P[:, q]^T dK_p Q[:, q] for every p,
+        (n_theta,); P, Q (n, t). One pass over the lower triangle."""
+        pr = self.program
+        n = self.X.shape[0]
+        partial = np.empty((self.bounds.size - 1, pr.n_theta))
+        with PARALLEL_LOCK:
+            product_jitted.grad_bilinear_lower(
+                self.X, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
+                pr.stack_depth, pr.n_theta, _vector_block(P, n),
+                _vector_block(Q, n), self.bounds, partial)
+        return partial.sum(axis=0)
+
+    def cross_matmat(self, theta, X_query, V):
+        """k(X_query, X) V (m, t), or (m,) for a vector V (n,); no white
+        noise, as ``cross``; no (n, m) array."""
+        out = self._product(theta, _kernel_input(X_query), False, 0, V)[0]
+        return out[:, 0] if np.ndim(V) == 1 else out
+
+
+def _vector_block(V, n):
+    """V (n,) or (n, t) as a C-contiguous float64 (n, t) block."""
+    V = np.asarray(V, dtype=np.float64)
+    if V.ndim not in (1, 2) or V.shape[0] != n:
+        raise ValueError(f"expected an array of shape ({n},) or ({n}, t), got {V.shape}")
+    return np.ascontiguousarray(V.reshape(n, -1))
+
+
+def _finish_matmat(KV, V, diag_add):
+    """Add diag(diag_add) V to the product KV (n, t) and give it V's shape."""
+    if diag_add is not None:
+        KV += np.asarray(diag_add, dtype=np.float64)[:, None] * np.reshape(V, (KV.shape[0], -1))
+    return KV[:, 0] if np.ndim(V) == 1 else KV
 
 
 def input_derivative_support(program):
@@ -325,16 +393,36 @@ class KernelObjectCovariance:
         K_out[np.diag_indices_from(K_out)] += diag_add
 
     def grad_trace(self, theta, Kinv_lower, A):
-        n = Kinv_lower.shape[0]
         W = np.tril(Kinv_lower)
         W += np.tril(W, -1).T
         W *= A.shape[1]
         W -= A @ A.T
-        _, K_gradient = self._at(theta)(self.X, eval_gradient=True)
-        return np.einsum("ij,ijp->p", W, K_gradient.reshape(n, n, -1))
+        return np.einsum("ij,ijp->p", W, self._gradient_tensor(theta))
 
     def cross(self, theta, X_query):
         return np.asfortranarray(self._at(theta)(self.X, X_query))
 
     def prior_cov(self, theta, X_query):
         return self._at(theta)(X_query)
+
+    def _gradient_tensor(self, theta):
+        """scikit-learn's K_gradient (n, n, n_theta): the memory this path costs."""
+        n = len(self.X)
+        _, K_gradient = self._at(theta)(self.X, eval_gradient=True)
+        return K_gradient.reshape(n, n, -1)
+
+    def matmat(self, theta, V, diag_add=None):
+        KV = self._at(theta)(self.X) @ np.asarray(V, dtype=np.float64).reshape(len(V), -1)
+        return _finish_matmat(KV, V, diag_add)
+
+    def dmatmat(self, theta, V):
+        return np.einsum("ijp,j...->pi...", self._gradient_tensor(theta),
+                         np.asarray(V, dtype=np.float64))
+
+    def grad_bilinear(self, theta, P, Q):
+        return np.einsum("iq,ijp,jq->p", np.asarray(P, dtype=np.float64).reshape(len(P), -1),
+                         self._gradient_tensor(theta),
+                         np.asarray(Q, dtype=np.float64).reshape(len(Q), -1))
+
+    def cross_matmat(self, theta, X_query, V):
+        return self._at(theta)(X_query, self.X) @ np.asarray(V, dtype=np.float64)

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from .blas_pool import release_blas_workers
 from .linalg import (
     NotPositiveDefiniteError,
     cho_inverse_in_place,
@@ -60,6 +61,9 @@ def guarded_value_and_grad(factor, gradient, params):
     if not math.isfinite(value):
         return failed
     cho_inverse_in_place(B)
+    # the last LAPACK call of the evaluation: OpenBLAS's workers would spin
+    # through the Numba pass that follows (fastgp.blas_pool)
+    release_blas_workers()
     grad = gradient(params, B, A)
     if not np.all(np.isfinite(grad)):
         return failed

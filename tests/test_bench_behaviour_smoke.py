@@ -24,7 +24,10 @@ def test_bench_busy_machine_runs_every_case(tmp_path, capsys):
         "quiet, default threads, policy on", "busy, default threads, policy off",
         "busy, default threads, policy on"}
     assert all(len(case["seconds"]) == 2 for case in doc["cases"].values())
-    assert "busy, policy on: median" in capsys.readouterr().out
+    floor = doc["single_thread_floor"]
+    assert [len(floor["seconds"][key]) for key in ("quiet", "busy")] == [2, 2]
+    assert floor["median_ratio"] > 0
+    assert "a single-threaded loop that is not fastgp's gets" in capsys.readouterr().out
 
 
 def test_bench_optimizers_compares_cg_with_lbfgsb(tmp_path):

@@ -156,3 +156,20 @@ def test_bench_suites_collect_and_run_once_at_a_tiny_n():
     for suite in (REPO_ROOT / "bench" / "suites").glob("test_bench_*.py"):
         assert f"bench/suites/{suite.name}::" in out.stdout, suite.name
     assert "N=64" in out.stdout
+
+
+def test_bench_subnormal_counts_and_flushes(tmp_path):
+    from bench import bench_subnormal
+
+    A = np.eye(4)
+    A[2, 0] = 1e-310  # subnormal, in the lower triangle
+    A[0, 3] = 1e-310  # upper triangle: not counted
+    assert bench_subnormal.subnormal_count(A) == 1
+    out = tmp_path / "subnormal.json"
+    assert bench_subnormal.main(["--n", "200", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [r["matrix"] for r in doc["results"]] == ["seattle start", "seattle fitted",
+                                                     "synthetic 1d"]
+    for row in doc["results"]:
+        assert row["dpotrf_s"] > 0 and row["flushed_dpotri_s"] > 0
+        assert abs(row["log_det_change"]) < 1e-8 and row["Kinv_relative_change"] < 1e-8

@@ -52,6 +52,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 import fastgp.objective
 from fastgp import GPLVM, GaussianProcessRegressor
 from fastgp._engine.threads import ADAPTIVE_ENV, SERIAL_BELOW
+from fastgp.covariance import make_covariance
 
 #: Numba thread counts compared (set_num_threads is capped by NUMBA_NUM_THREADS).
 THREAD_COUNTS = (1, 2)
@@ -386,6 +387,12 @@ def test_state_parallel_lock_is_held_around_every_parallel_region(monkeypatch):
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = GPLVM(n_components=2, max_iter=5, random_state=0).fit(Y)
     model.transform(Y[:3] + 0.05)
+    # the product passes (the matrix-free path's and the classifier's), through the backend
+    X, _ = _problem(1, n=N_SERIAL)
+    backend = make_covariance(_kernel(), X)
+    block = np.ones((len(X), 2))
+    backend.matmat(backend.kernel.theta, block)
+    backend.grad_bilinear(backend.kernel.theta, block, block)
     called = {name for name, _ in held}
     assert called == {name for _, name in dispatchers}, "a parallel pass was not exercised"
     assert all(is_held for _, is_held in held), [name for name, ok in held if not ok]

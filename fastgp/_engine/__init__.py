@@ -10,6 +10,8 @@ disk-cache stamp, and nothing else (docs/design.md, "The engine's layers").
   modes (values; theta-, input derivatives; any union).
 - :mod:`.passes`: parallel passes over the covariance (fill, gradient trace,
   cross-covariance).
+- :mod:`.product_passes`: products of K, or of dK/dtheta, with blocks of
+  vectors, and the bilinear gradient forms (no N x N array).
 - :mod:`.latent_passes`: the GPLVM's passes (fused theta and input
   derivatives, one interpretation per tile).
 - :mod:`.threads`: the Numba and BLAS thread settings of one fit.

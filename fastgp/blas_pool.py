@@ -1,0 +1,75 @@
+"""OpenBLAS's worker threads, sent to sleep between LAPACK and a Numba pass.
+
+After every threaded call, OpenBLAS's pthreads workers busy-wait for the next
+one for about 2^28 cycles (its THREAD_TIMEOUT, ~0.1 s) before they sleep. One
+loss+gradient ends its LAPACK work with dpotri and then runs the gradient
+pass on Numba's threads (and, a few milliseconds later, the next
+evaluation's fill): for all of that the spinning workers hold cores the pass
+needs. On the 2-core benchmark machine a spinning worker made the GPLVM's
+pass at N = 2,000 run at about half speed (docs/benchmarks.md).
+
+:func:`release_blas_workers` calls OpenBLAS's ``blas_thread_shutdown_``,
+which wakes the workers and joins them (the routine OpenBLAS itself runs
+before ``fork``); the next threaded BLAS call starts them again
+(``blas_thread_init``, tens of microseconds). Thread counts set by the user
+or by threadpoolctl are kept.
+
+Safety. The shutdown frees the workers' buffers and joins them, so a BLAS
+call running at that moment in another thread of the same library would lose
+its workers. fastgp therefore releases only when the calling thread is the
+process's only Python thread (nothing else can be inside the library), and
+only for pthreads builds of OpenBLAS (an OpenMP build waits by its own
+OMP_WAIT_POLICY; MKL and BLIS are left alone). ``FASTGP_RELEASE_BLAS_WORKERS=0``
+switches it off.
+"""
+
+import ctypes
+import os
+import threading
+
+__all__ = ["release_blas_workers", "RELEASE_ENV"]
+
+#: Environment variable that switches the release off when "0".
+RELEASE_ENV = "FASTGP_RELEASE_BLAS_WORKERS"
+
+_shutdown_routines = None
+_discovery_lock = threading.Lock()
+
+
+def _find_shutdown_routines():
+    """``blas_thread_shutdown_`` of every loaded pthreads OpenBLAS (SciPy's
+    and NumPy's copies are separate libraries, each with its own pool)."""
+    from threadpoolctl import threadpool_info
+
+    routines = []
+    for info in threadpool_info():
+        if info.get("internal_api") != "openblas" or info.get("threading_layer") != "pthreads":
+            continue
+        try:
+            library = ctypes.CDLL(info["filepath"], mode=os.RTLD_NOLOAD)
+            routine = library.blas_thread_shutdown_
+        except (OSError, AttributeError):
+            continue
+        routine.restype = ctypes.c_int
+        routine.argtypes = []
+        routines.append(routine)
+    return routines
+
+
+def _enabled():
+    return os.environ.get(RELEASE_ENV, "1").strip() != "0"
+
+
+def release_blas_workers():
+    """Put OpenBLAS's spinning workers to sleep, when that is safe (module
+    docstring). Returns whether it did."""
+    global _shutdown_routines
+    if not _enabled() or threading.active_count() != 1:
+        return False
+    if _shutdown_routines is None:
+        with _discovery_lock:
+            if _shutdown_routines is None:
+                _shutdown_routines = _find_shutdown_routines()
+    for routine in _shutdown_routines:
+        routine()
+    return bool(_shutdown_routines)

@@ -1,0 +1,91 @@
+"""OpenBLAS's spinning workers are released between LAPACK and the Numba
+pass (fastgp.blas_pool): the workers really go, they come back for the next
+call with the same results, and nothing is released while another Python
+thread could be inside the library."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+
+from fastgp.blas_pool import RELEASE_ENV, release_blas_workers
+from fastgp.covariance import make_covariance
+from fastgp.fitting import Workspace
+from fastgp.objective import NegLogMarginalLikelihood
+
+_CHILD = textwrap.dedent("""
+    import os, sys
+    import numpy as np
+    from scipy.linalg import lapack
+    from threadpoolctl import threadpool_info
+    from fastgp.blas_pool import release_blas_workers
+
+    def tasks():
+        return len(os.listdir("/proc/self/task"))
+
+    pools = [i["num_threads"] for i in threadpool_info()
+             if i["internal_api"] == "openblas" and i["threading_layer"] == "pthreads"]
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((600, 600))
+    K = G @ G.T + 600 * np.eye(600)
+    first = lapack.dpotrf(K, lower=1)[0]
+    before = tasks()
+    released = release_blas_workers()
+    after = tasks()
+    again = lapack.dpotrf(K, lower=1)[0]
+    print(max(pools, default=0), released, before, after, tasks(),
+          bool(np.array_equal(first, again)))
+""")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc")
+def test_release_joins_the_workers_and_the_next_call_restarts_them():
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+    env.pop(RELEASE_ENV, None)
+    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
+    pool, released, before, after, restarted, same = out
+    if int(pool) < 2:
+        pytest.skip("no pthreads OpenBLAS with two threads here: nothing to release")
+    assert released == "True"
+    assert int(after) < int(before)  # the workers are gone
+    assert int(restarted) > int(after)  # and back for the next threaded call
+    assert same == "True"
+
+
+def test_nothing_is_released_while_another_python_thread_lives():
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert release_blas_workers() is False
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_the_environment_switch_turns_it_off(monkeypatch):
+    monkeypatch.setenv(RELEASE_ENV, "0")
+    assert release_blas_workers() is False
+
+
+def test_the_objective_gives_the_same_bits_with_and_without_the_release(monkeypatch, rng):
+    n = 400
+    X = rng.uniform(-2, 2, size=(n, 1))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(n)
+    kernel = RBF(0.7) + WhiteKernel(0.05)
+    objective = NegLogMarginalLikelihood(make_covariance(kernel, X), y[:, None],
+                                         np.full(n, 1e-10), Workspace(n))
+    results = []
+    for setting in ("1", "0", "1"):
+        monkeypatch.setenv(RELEASE_ENV, setting)
+        value, grad = objective(kernel.theta)
+        results.append((value, grad.copy()))
+    for value, grad in results[1:]:
+        assert value == results[0][0]
+        np.testing.assert_array_equal(grad, results[0][1])
