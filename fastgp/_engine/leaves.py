@@ -23,9 +23,9 @@ int64; ps the leaf's first parameter slot; V, G, D1, D2, Wk the
 interpreter's scratch (:mod:`.interpreter`), indexed by stack slot s; Wk
 (4, TILE) float64 work rows, overwritten. The transcendental functions run
 a tile row at a time through :mod:`.vector_math` (exp, log1p, sin and cos
-of pi x), never libm's scalar calls, so their loops vectorise. All helpers are compiled without
-Numba's reference counting (see :mod:`.interpreter`, "Reference counting"):
-they allocate nothing. See docs/design.md, "Adding a kernel", for adding a
+of pi x), never libm's scalar calls, so their loops vectorise. All helpers
+are compiled without Numba's reference counting (see :mod:`.interpreter`,
+"Reference counting"): they allocate nothing. See docs/design.md, "Adding a kernel", for adding a
 leaf here.
 
 The formulas are scikit-learn's kernels (Rasmussen & Williams 2006, ch. 4:
