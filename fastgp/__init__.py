@@ -6,8 +6,10 @@ routines compile (or load from Numba's on-disk cache) on first use.
 """
 
 from ._engine.config import NumbaCacheWarning
+from .classifier import GaussianProcessClassifier
 from .gplvm import GPLVM
 from .regressor import GaussianProcessRegressor
 
-__all__ = ["GaussianProcessRegressor", "GPLVM", "NumbaCacheWarning", "__version__"]
+__all__ = ["GaussianProcessRegressor", "GaussianProcessClassifier", "GPLVM",
+           "NumbaCacheWarning", "__version__"]
 __version__ = "0.1.0"

@@ -5,8 +5,9 @@ their objective (:mod:`fastgp.objective`, :mod:`fastgp.latent_objective`);
 this module owns the rest, in the order a fit runs it (:func:`fit_objective`):
 
 1. the memory check: the estimator's peak estimate (:mod:`fastgp.memory`)
-   against the memory available, before the N x N buffer exists, with the
-   estimator's remedies in the message;
+   reserved in the machine's ledger (:mod:`fastgp.memory_budget`: it waits
+   for other fits to release memory, up to a timeout), before the N x N
+   buffer exists, with the estimator's remedies in the message;
 2. the :class:`Workspace`, the one N x N buffer the objective works in
    (allocated on first use, with a memory check of its own as a backstop);
 3. the optimiser run the estimator hands in (:mod:`fastgp.optimize`), inside
@@ -42,6 +43,7 @@ from ._engine.threads import threads_for
 from ._user_warnings import warn_user
 from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
 from .memory import check_memory
+from .memory_budget import check_could_fit, reserve
 
 __all__ = [
     "Workspace",
@@ -53,6 +55,7 @@ __all__ = [
     "atomic_fit",
     "publish",
     "run_fit",
+    "evaluate_on_idle_cores",
 ]
 
 
@@ -181,7 +184,8 @@ class FitResult:
     interrupt: BaseException = None
 
 
-def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, messages):
+def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, messages,
+                  optimize_in_workers=False):
     """Run a fit of ``objective``: steps 1, 3 and 4 of the module docstring.
 
     Parameters
@@ -201,6 +205,15 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     remedies : sequence of str
         What the user can do if memory is short, most useful first.
     messages : FactorMessages
+    optimize_in_workers : bool, default=False
+        ``optimize`` runs its evaluations in joblib workers, each with a
+        workspace and a reservation of its own (:mod:`fastgp.restarts`); it is
+        called with one run's budget instead of ``evaluate``: a dict of
+        ``needed`` (bytes), ``n_samples``, ``operation`` and ``remedies``, the
+        arguments of :func:`fastgp.memory_budget.reserve`. This process then
+        only checks that the fit could fit at all before it, and reserves for
+        the final factor after it (holding a reservation meanwhile could
+        starve its workers).
 
     Returns
     -------
@@ -210,14 +223,32 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     ------
     InsufficientMemoryError, ValueError, numpy.linalg.LinAlgError
         Before anything is published (module docstring).
+
+    Notes
+    -----
+    The memory is reserved in the machine's ledger
+    (:func:`fastgp.memory_budget.reserve`, which may wait for other fits to
+    release memory); the reservation shrinks to the kept factor ``L`` and
+    lives until that array is freed, or ends here if the fit raises.
     """
     n_samples = objective.n_samples
-    check_memory(needed_bytes, n_samples=n_samples, operation=operation,
-                 remedies=remedies)
-    with threads_for(n_samples) as governor:
-        point, n_iterations, interrupt = optimize(
-            lambda theta: governor.evaluate(objective, theta))
-        L, A, value, jitter = governor.evaluate(final_factor, objective, point, messages)
+    budget = dict(needed=needed_bytes, n_samples=n_samples, operation=operation,
+                  remedies=list(remedies))
+    if optimize_in_workers:
+        check_could_fit(**budget)
+        point, n_iterations, interrupt = optimize(budget)
+    reservation = reserve(**budget)
+    try:
+        with reservation.covering(), threads_for(n_samples) as governor:
+            if not optimize_in_workers:
+                point, n_iterations, interrupt = optimize(
+                    lambda theta: governor.evaluate(objective, theta))
+            L, A, value, jitter = governor.evaluate(final_factor, objective, point,
+                                                    messages)
+        reservation.keep(L)
+    except BaseException:
+        reservation.release()
+        raise
     return FitResult(point=point, n_iterations=int(n_iterations),
                      n_evaluations=objective.n_evaluations, L=L, A=A,
                      value=float(value), jitter=jitter, interrupt=interrupt)
@@ -295,3 +326,13 @@ def run_fit(estimator, work):
         publish(estimator, attributes)
     if fitted.interrupt is not None:
         raise fitted.interrupt
+
+
+def evaluate_on_idle_cores(n_samples, function, *args):
+    """``function(*args)`` outside a fit (an estimator's
+    ``log_marginal_likelihood(theta)`` or prediction) under a fit's thread
+    settings (:func:`fastgp._engine.threads.threads_for`): serial below its
+    threshold, otherwise Numba and BLAS on the cores idle when it starts, so
+    that LAPACK's threads do not wait for time slices on a busy machine."""
+    with threads_for(n_samples) as governor:
+        return governor.evaluate(function, *args)

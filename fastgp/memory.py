@@ -55,8 +55,10 @@ __all__ = [
     "skip_memory_check",
     "memory_check_enabled",
     "format_bytes",
+    "refusal",
     "fit_bytes",
     "gplvm_fit_bytes",
+    "laplace_fit_bytes",
     "log_marginal_likelihood_bytes",
     "predict_cov_bytes",
     "sample_y_bytes",
@@ -430,6 +432,50 @@ def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
     return 8 * 2**20 + _F8 * (n * n + int(n_blocks) * n * q + n * (6 * d + 30 * q + 4))
 
 
+def laplace_fit_bytes(model_sizes, n_features, n_theta, fast=True, n_parallel=1):
+    """Estimate the peak extra bytes of a GaussianProcessClassifier fit.
+
+    docs/design.md, "The Laplace classifier in one buffer". One binary
+    model per entry of ``model_sizes`` (its number of samples), each keeping
+    its N x N factor (``L_``, the buffer its fit worked in), so
+    all of them are alive at the end; while they are fitted, the models in
+    flight add O(N (d + 1)) vectors and column-block temporaries of
+    N x 256 floats, and on the general path (a kernel object fastgp cannot
+    lower) scikit-learn's (N, N, n_theta) gradient tensor and three N x N
+    matrices each. With ``n_parallel`` > 1 (joblib workers), each model in
+    flight is also sent back to the parent as a copy of its factor.
+
+    Parameters
+    ----------
+    model_sizes : sequence of int
+        Training samples of each binary model (N for a binary problem; N per
+        class for one-vs-rest; the two classes' samples per pair for
+        one-vs-one).
+    n_features : int
+        Input dimensions d.
+    n_theta : int
+        Free hyperparameters of one model.
+    fast : bool, default=True
+        Whether the kernel is on fastgp's fast path.
+    n_parallel : int, default=1
+        Models fitted at once.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    sizes = [int(n) for n in model_sizes]
+    largest = max(sizes, default=0)
+    in_flight = min(max(int(n_parallel), 1), max(len(sizes), 1))
+    working = _F8 * largest * (2 * int(n_features) + 24 + 2 * 256)
+    if not fast:
+        working += _F8 * largest * largest * (int(n_theta) + 3)
+    if in_flight > 1:
+        working += _F8 * largest * largest
+    return _FIXED + sum(_F8 * n * n for n in sizes) + in_flight * working
+
+
 def log_marginal_likelihood_bytes(n_samples, n_targets, n_theta, eval_gradient, fast=True):
     """Estimate the peak extra bytes of one ``log_marginal_likelihood(theta)``.
 
@@ -539,12 +585,56 @@ def format_bytes(n_bytes):
     return f"{value:.1f} PB"  # pragma: no cover
 
 
+def refusal(needed, available, source, *, n_samples, operation, remedies, size=None,
+            reason=""):
+    """The :class:`InsufficientMemoryError` that refuses an operation.
+
+    Parameters
+    ----------
+    needed, available : int
+        Bytes the operation would allocate, and bytes it may have.
+    source : str
+        Where ``available`` was read.
+    n_samples : int
+        The N that sets the size (as :func:`check_memory`).
+    operation : str
+        What would allocate it (as :func:`check_memory`).
+    remedies : sequence of str
+        What the user can do (as :func:`check_memory`).
+    size : str or None
+        How the message names the size (as :func:`check_memory`).
+    reason : str
+        Said after the figures (why waiting would not help, or how long
+        fastgp waited).
+
+    Returns
+    -------
+    InsufficientMemoryError
+        To be raised by the caller.
+    """
+    todo = "; ".join(list(remedies) + [
+        "or, if you know better (swap, or the estimate is too high for your case), "
+        "run it inside `with fastgp.memory.skip_memory_check():` or set the "
+        f"environment variable {SKIP_ENV}=1"
+    ])
+    message = (
+        f"{operation} with {size or f'N = {n_samples:,} samples'} needs about "
+        f"{format_bytes(needed)} of memory, but only {format_bytes(available)} "
+        f"is available now ({source}).{' ' + reason if reason else ''} fastgp stopped "
+        "before allocating it, instead of letting the operating system kill the "
+        f"process. What you can do: {todo}."
+    )
+    return InsufficientMemoryError(message, int(needed), int(available),
+                                   int(n_samples), source)
+
+
 def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=None):
     """Refuse an allocation that would not fit in the memory available now.
 
     Raise :class:`InsufficientMemoryError` if ``needed`` bytes exceed the
     memory available now; do nothing if they fit, if the check is switched
-    off (:func:`skip_memory_check`) or if no figure can be read.
+    off (:func:`skip_memory_check`), if a fit's reservation already covers
+    the work (:mod:`fastgp.memory_budget`) or if no figure can be read.
 
     Parameters
     ----------
@@ -558,7 +648,9 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=N
     remedies : sequence of str
         What the user can do, most useful first; the opt-out is appended.
     reading : MemoryReading or None
-        The available memory; None reads it now (:func:`available_memory`).
+        The available memory; None reads the machine's budget now
+        (:func:`fastgp.memory_budget.budget_reading`: ``FASTGP_MEMORY_LIMIT``
+        or :func:`available_memory`, less other fits' reservations).
     size : str or None
         How the message names the size, where ``n_samples`` is not a number
         of training samples ("200,000 query points (the model has 500
@@ -569,21 +661,13 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=N
     MemoryReading or None
         The reading the decision was made on (None if not checked).
     """
-    if not memory_check_enabled():
+    # imported here: the budget module builds on this one
+    from .memory_budget import budget_reading, covered_by_reservation
+
+    if not memory_check_enabled() or covered_by_reservation():
         return None
-    reading = available_memory() if reading is None else reading
+    reading = budget_reading() if reading is None else reading
     if reading is None or needed <= reading.available:
         return reading
-    todo = "; ".join(list(remedies) + [
-        "or, if you know better (swap, or the estimate is too high for your case), "
-        "run it inside `with fastgp.memory.skip_memory_check():` or set the "
-        f"environment variable {SKIP_ENV}=1"
-    ])
-    message = (
-        f"{operation} with {size or f'N = {n_samples:,} samples'} needs about "
-        f"{format_bytes(needed)} of memory, but only {format_bytes(reading.available)} "
-        f"is available now ({reading.source}). fastgp stopped before allocating it, "
-        f"instead of letting the operating system kill the process. What you can do: {todo}."
-    )
-    raise InsufficientMemoryError(message, int(needed), int(reading.available),
-                                  int(n_samples), reading.source)
+    raise refusal(needed, reading.available, reading.source, n_samples=n_samples,
+                  operation=operation, remedies=remedies, size=size)

@@ -60,7 +60,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._user_warnings import warn_user
 
 __all__ = ["BestPoint", "BoxMap", "OptimizationResult", "minimize_theta",
-           "minimize_with_restarts",
+           "minimize_with_restarts", "restart_starts", "best_run",
            "minimize_rows"]
 
 
@@ -399,17 +399,12 @@ def minimize_with_restarts(objective, theta0, bounds, optimizer, n_restarts, rng
     ValueError
         ``n_restarts > 0`` with a bound that is not finite.
     """
+    starts = restart_starts(theta0, bounds, n_restarts, rng)
     bounds = np.asarray(bounds, dtype=np.float64)
-    if n_restarts > 0 and not np.isfinite(bounds).all():
-        raise ValueError(
-            "Multiple optimizer restarts (n_restarts_optimizer>0) "
-            "requires that all bounds are finite."
-        )
     n_runs = n_restarts + 1
     headers = report is not None and n_runs > 1
     runs, interrupt = [], None
-    for index in range(n_runs):
-        start = theta0 if index == 0 else rng.uniform(bounds[:, 0], bounds[:, 1])
+    for index, start in enumerate(starts):
         if headers:
             report.run_started(index, n_runs)
         try:
@@ -428,13 +423,43 @@ def minimize_with_restarts(objective, theta0, bounds, optimizer, n_restarts, rng
         if runs[-1].interrupted:
             interrupt = runs[-1].interrupt
             break
-    kept = min(range(len(runs)), key=lambda i: runs[i].value)
+    kept = best_run(runs)
     if headers:
         report.run_kept(kept, n_runs, runs[kept].value)
     best = runs[kept]
     if interrupt is not None:
         best = dataclasses.replace(best, interrupt=interrupt)
     return best
+
+
+def restart_starts(theta0, bounds, n_restarts, rng):
+    """The starting points of every run, drawn up front: ``theta0``, then
+    ``n_restarts`` log-uniform draws within ``bounds`` (``rng.uniform`` per
+    restart, in order: scikit-learn's draws for the same ``random_state``),
+    so runs executed anywhere, in any order, start where a sequential fit's
+    would.
+
+    Returns
+    -------
+    list of ndarray of shape (n_theta,)
+
+    Raises
+    ------
+    ValueError
+        ``n_restarts > 0`` with a bound that is not finite.
+    """
+    bounds = np.asarray(bounds, dtype=np.float64)
+    if n_restarts > 0 and not np.isfinite(bounds).all():
+        raise ValueError(
+            "Multiple optimizer restarts (n_restarts_optimizer>0) "
+            "requires that all bounds are finite."
+        )
+    return [theta0] + [rng.uniform(bounds[:, 0], bounds[:, 1]) for _ in range(n_restarts)]
+
+
+def best_run(runs):
+    """Index of the run with the smallest value, the first one on ties."""
+    return min(range(len(runs)), key=lambda i: runs[i].value)
 
 
 def _run_callable(optimizer, tracker, theta0, bounds):

@@ -33,6 +33,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from . import _engine
 from ._engine import config
+from .covariance import make_covariance
 from .gplvm import GPLVM
 from .regressor import GaussianProcessRegressor
 
@@ -81,6 +82,20 @@ def _exercise_gplvm(rng):
         gplvm.inverse_transform(latent, return_std=True)
 
 
+def _exercise_products(rng):
+    """The product passes (K V, dK V, the bilinear gradient forms, k(X*, X) V)
+    of the matrix-free solver and the classifier, through the backend, which
+    hands every pass the same array layouts whichever estimator calls it."""
+    X = rng.uniform(-2.0, 2.0, size=(24, 2))
+    backend = make_covariance(C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1), X)
+    theta = backend.kernel.theta
+    block = rng.standard_normal((24, 3))
+    backend.matmat(theta, block)
+    backend.dmatmat(theta, block[:, 0])
+    backend.grad_bilinear(theta, block, block)
+    backend.cross_matmat(theta, X[:3] + 0.1, block)
+
+
 def precompile():
     """Run the workloads; return {"module.name": dispatcher} of every routine."""
     rng = np.random.default_rng(0)
@@ -88,6 +103,7 @@ def precompile():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _exercise_regressor(rng)
         _exercise_gplvm(rng)
+        _exercise_products(rng)
     return engine_routines()
 
 

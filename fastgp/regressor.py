@@ -37,6 +37,7 @@ from .memory import (
 from .objective import NegLogMarginalLikelihood
 from .optimize import minimize_with_restarts
 from .predictive import predict_mean_cov, predict_mean_var
+from .restarts import minimize_in_workers, runs_in_workers
 from .validation import (
     Interval,
     StrOptions,
@@ -103,6 +104,16 @@ class GaussianProcessRegressor(_SklearnGPR):
         iteration at every optimiser iteration, and with restarts a header
         per run and which run was kept (fastgp's addition; scikit-learn's
         signature otherwise).
+    n_jobs : int or None, default=None
+        Optimiser runs (the first and the restarts) executed at once, as joblib
+        tasks under the active ``joblib.parallel_config`` (loky processes by
+        default, threads, or a dask cluster's workers: docs/cluster.md). None
+        means 1 unless a ``parallel_config`` says otherwise, -1 all cores. The
+        result is the sequential fit's whatever ``n_jobs`` and backend (the
+        starts are drawn in this process; the same bits where BLAS runs on as
+        many threads, always below 256 samples); every run reserves its own
+        buffer in the machine's memory budget (:mod:`fastgp.memory_budget`).
+        fastgp's addition.
 
     Attributes
     ----------
@@ -172,6 +183,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         "n_targets": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None, closed="left"), "boolean"],
+        "n_jobs": [Integral, None],
     }
 
     def __init__(
@@ -186,6 +198,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         n_targets=None,
         random_state=None,
         verbose=0,
+        n_jobs=None,
     ):
         self.kernel = kernel
         self.alpha = alpha
@@ -196,6 +209,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         self.n_targets = n_targets
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ fit
     def _validate_X(self, X, y=_NO_TARGETS, reset=True):
@@ -278,6 +292,10 @@ class GaussianProcessRegressor(_SklearnGPR):
         covariance = make_covariance(kernel, X_train)
         objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
                                              Workspace(n_samples))
+        limit_remedy = ("pass a callable optimizer (scikit-learn's contract) "
+                        "that allows more iterations or a looser tolerance")
+        in_workers = (self.optimizer is not None and kernel.n_dims > 0
+                      and runs_in_workers(self.n_jobs, self.n_restarts_optimizer))
 
         def optimize(evaluate):
             # sets kernel's theta to the best run's; (theta, iterations of
@@ -287,11 +305,15 @@ class GaussianProcessRegressor(_SklearnGPR):
             report = IterationReport("-log p(y|X)", 4) if self.verbose else None
             if report is not None:
                 report.start()
-            best = minimize_with_restarts(
-                evaluate, kernel.theta, kernel.bounds, self.optimizer,
-                self.n_restarts_optimizer, rng, report,
-                limit_remedy=("pass a callable optimizer (scikit-learn's contract) "
-                              "that allows more iterations or a looser tolerance"))
+            if in_workers:  # the runs go to joblib; `evaluate` is one run's budget
+                best = minimize_in_workers(
+                    objective, kernel.theta, kernel.bounds, self.optimizer,
+                    self.n_restarts_optimizer, rng, self.n_jobs, budget=evaluate,
+                    limit_remedy=limit_remedy, report=report)
+            else:
+                best = minimize_with_restarts(
+                    evaluate, kernel.theta, kernel.bounds, self.optimizer,
+                    self.n_restarts_optimizer, rng, report, limit_remedy=limit_remedy)
             if not math.isfinite(best.value):
                 return kernel.theta, 0, best.interrupt
             kernel.theta = best.theta
@@ -312,7 +334,8 @@ class GaussianProcessRegressor(_SklearnGPR):
                      + ([] if covariance.is_fast else
                         ["use a kernel on fastgp's fast path, whose gradient needs "
                          "no (N, N, n_hyperparameters) tensor"]),
-            messages=self._factor_messages(kernel, y_train))
+            messages=self._factor_messages(kernel, y_train),
+            optimize_in_workers=in_workers)
         return {
             "kernel_": kernel,
             "_rng": rng,

@@ -18,7 +18,7 @@ MODULES = sorted(p for p in PACKAGE.glob("*.py"))
 #: name is judged by the most specific door it lies behind
 DOORS = {
     "fastgp._engine": {"covariance.py", "lowering.py", "precompile.py"},
-    "fastgp._engine.threads": {"fitting.py", "regressor.py", "gplvm.py"},
+    "fastgp._engine.threads": {"fitting.py", "regressor.py", "gplvm.py", "restarts.py"},
     # PARALLEL_LOCK for the backend; NumbaCacheWarning for the package namespace
     "fastgp._engine.config": {"covariance.py", "__init__.py", "precompile.py"},
     "scipy.linalg.lapack": {"linalg.py"},

@@ -220,7 +220,7 @@ def _adaptive_enabled():
 
 
 @contextmanager
-def threads_for(n_samples, adaptive=True):
+def threads_for(n_samples, adaptive=True, max_threads=None):
     """Context manager for a fit, prediction or evaluation on ``n_samples``
     training samples; yields its :class:`Governor`.
 
@@ -228,13 +228,17 @@ def threads_for(n_samples, adaptive=True):
     (Numba and BLAS). Otherwise the governor limits each evaluation it runs
     to the idle cores, if ``adaptive`` (and ``FASTGP_ADAPTIVE_THREADS`` is not
     "0"); code run inside the block but not through the governor uses the
-    latest decision. The user's Numba thread count (this thread's) and BLAS
-    limits are restored on exit, whatever happens inside.
+    latest decision. ``max_threads`` (an int) caps Numba and BLAS threads
+    inside the block whatever the policy: a joblib worker that shares the
+    machine with others takes its share of the cores. The user's Numba thread
+    count (this thread's) and BLAS limits are restored on exit, whatever
+    happens inside.
     """
     before = numba.get_num_threads()
     serial = n_samples < SERIAL_BELOW
     adaptive = adaptive and not serial and _adaptive_enabled()
-    if not serial and not adaptive:
+    cap = None if max_threads is None else max(1, int(max_threads))
+    if not serial and not adaptive and cap is None:
         yield Governor(before, before, adaptive=False)
         return
     blas_threads = _enter_blas()
@@ -244,7 +248,12 @@ def threads_for(n_samples, adaptive=True):
             _set_blas(1)
             yield Governor(1, 1, adaptive=False)
         else:
-            yield Governor(before, blas_threads, adaptive=True)
+            numba_threads = before if cap is None else min(before, cap)
+            if cap is not None:
+                blas_threads = min(blas_threads, cap)
+                numba.set_num_threads(numba_threads)
+                _set_blas(blas_threads)
+            yield Governor(numba_threads, blas_threads, adaptive=adaptive)
     finally:
         try:
             _leave_blas()

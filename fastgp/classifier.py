@@ -1,0 +1,609 @@
+"""GaussianProcessClassifier: scikit-learn's Laplace classifier, with
+fastgp's one-buffer Newton iterations, gradient and prediction underneath.
+
+This module owns the estimators' contract (parameters, validation, classes,
+multi-class wrapping, prediction and their messages). The binary model's
+mathematics is :mod:`fastgp.laplace`'s; its fit runs in the fit core
+(:mod:`fastgp.fitting`), as the regressor's does.
+"""
+
+import contextvars
+import math
+import types
+from numbers import Integral
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessClassifier as _SklearnGPC
+from sklearn.gaussian_process.kernels import RBF, CompoundKernel, Kernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._user_warnings import warn_user
+from .covariance import make_covariance
+from .fitting import (
+    FactorMessages,
+    Workspace,
+    evaluate_on_idle_cores,
+    fit_objective,
+    run_fit,
+)
+from .laplace import LaplaceObjective, latent_moments, positive_class_probability
+from .lowering import lower_kernel
+from .memory import check_memory, laplace_fit_bytes
+from .optimize import minimize_with_restarts
+from .validation import (
+    Interval,
+    StrOptions,
+    check_finite_result,
+    check_kernel_hyperparameters,
+)
+
+__all__ = ["GaussianProcessClassifier"]
+
+#: While a multi-class fit runs its binary models one after another in this
+#: thread, a list that collects a KeyboardInterrupt (Ctrl-C) that ended one
+#: model's optimisation: that model keeps its best point, the models after it
+#: are fitted at the kernel's initial hyperparameters without optimising, and
+#: the multi-class fit publishes them all and then re-raises the interrupt.
+#: None elsewhere (joblib workers in other processes or threads do not see
+#: it, and an interrupt there propagates).
+_INTERRUPTS = contextvars.ContextVar("fastgp_classifier_interrupts", default=None)
+
+
+def _default_kernel():
+    """scikit-learn's default: ``C(1.0) * RBF(1.0)`` with both fixed, so
+    that nothing is optimised."""
+    return C(1.0, constant_value_bounds="fixed") * RBF(1.0, length_scale_bounds="fixed")
+
+
+def _training_input(X, kernel):
+    """X as the fast path takes it (float64, C-contiguous) where the kernel
+    works on vectors; anything else (strings, objects) as it is."""
+    if kernel.requires_vector_input:
+        return np.ascontiguousarray(X, dtype=np.float64)
+    return X
+
+
+class _BinaryLaplaceClassifier(BaseEstimator):
+    """One binary Laplace model (R&W 2006, Algorithms 3.1, 3.2 and 5.1):
+    scikit-learn's ``_BinaryGaussianProcessClassifierLaplace`` contract,
+    fitted through :class:`fastgp.laplace.LaplaceObjective` in one N x N
+    buffer. :class:`GaussianProcessClassifier` wraps it (one per class or
+    pair of classes for more than two).
+
+    Fitted attributes: ``X_train_``, ``y_train_`` (0/1), ``classes_``,
+    ``kernel_``, ``L_`` ((n, n) F-contiguous lower factor of
+    B = I + W^1/2 K W^1/2 at the mode), ``pi_``, ``W_sr_`` ((n,) at the
+    mode), ``log_marginal_likelihood_value_``, ``jitter_`` (added to B's
+    diagonal, 0.0 normally), ``n_iter_`` and ``n_evaluations_``.
+    """
+
+    def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
+                 max_iter_predict=100, warm_start=False, copy_X_train=True,
+                 random_state=None):
+        self.kernel = kernel
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_iter_predict = max_iter_predict
+        self.warm_start = warm_start
+        self.copy_X_train = copy_X_train
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y):
+        """Fit on (X, y), y with two classes; returns self. A fit that raises
+        leaves the model as it was; Ctrl-C keeps the best point, then
+        propagates, except inside a multi-class fit that collects it
+        (:data:`_INTERRUPTS`): then this model stays fitted at its best
+        point, and the models after it are fitted without optimising."""
+        interrupts = _INTERRUPTS.get()
+        optimize_theta = not interrupts  # no collector, or nothing collected yet
+        try:
+            run_fit(self, lambda: self._fit(X, y, optimize_theta))
+        except KeyboardInterrupt as exc:
+            if interrupts is None or not hasattr(self, "L_"):
+                raise
+            interrupts.append(exc)
+        return self
+
+    def _fit(self, X, y, optimize_theta=True):
+        kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
+        check_kernel_hyperparameters(kernel)
+        rng = check_random_state(self.random_state)
+        X_train = _training_input(X, kernel)
+        if self.copy_X_train and X_train is X:
+            X_train = np.copy(X_train) if isinstance(X_train, np.ndarray) else list(X_train)
+
+        encoder = LabelEncoder()
+        y_train = encoder.fit_transform(y)
+        classes = encoder.classes_
+        name = type(self).__name__
+        if classes.size > 2:
+            raise ValueError(f"{name} supports only binary classification. "
+                             f"y contains classes {classes}")
+        if classes.size == 1:
+            raise ValueError(f"{name} requires 2 classes; got {classes.size} class")
+
+        n_samples = len(y_train)
+        covariance = make_covariance(kernel, X_train)
+        objective = LaplaceObjective(covariance, y_train, Workspace(n_samples),
+                                     max_iter=self.max_iter_predict,
+                                     warm_start=self.warm_start)
+
+        def optimize(evaluate):
+            if self.optimizer is None or kernel.n_dims == 0 or not optimize_theta:
+                return kernel.theta, 0, None
+            best = minimize_with_restarts(
+                evaluate, kernel.theta, kernel.bounds, self.optimizer,
+                self.n_restarts_optimizer, rng,
+                limit_remedy=("pass a callable optimizer (scikit-learn's contract) "
+                              "that allows more iterations or a looser tolerance"))
+            if not math.isfinite(best.value):
+                return kernel.theta, 0, best.interrupt
+            kernel.theta = best.theta
+            kernel._check_bounds_params()
+            return kernel.theta, best.n_iterations, best.interrupt
+
+        n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
+        fitted = fit_objective(
+            objective, optimize,
+            needed_bytes=laplace_fit_bytes([n_samples], n_features, kernel.n_dims,
+                                           fast=covariance.is_fast),
+            operation="Fitting GaussianProcessClassifier",
+            remedies=["fit on fewer samples (a random subset)",
+                      "use a machine with more memory"]
+                     + ([] if covariance.is_fast else
+                        ["use a kernel on fastgp's fast path, whose gradient needs "
+                         "no (N, N, n_hyperparameters) tensor"]),
+            messages=self._factor_messages(kernel))
+        mode = objective.mode
+        return {
+            "kernel_": kernel,
+            "_rng": rng,
+            "X_train_": X_train,
+            "y_train_": y_train,
+            "classes_": classes,
+            "L_": fitted.L,
+            "pi_": mode.pi,
+            "W_sr_": mode.W_sr,
+            "_f_cached": objective.f_cached,
+            "jitter_": fitted.jitter,
+            "n_iter_": fitted.n_iterations,
+            "n_evaluations_": fitted.n_evaluations,
+            "log_marginal_likelihood_value_": -fitted.value,
+        }, fitted
+
+    @staticmethod
+    def _factor_messages(kernel):
+        return FactorMessages(
+            non_finite=lambda: (
+                f"The kernel, {kernel}, returns non-finite values (NaN or infinity) "
+                "on the training inputs at its hyperparameters. Rescale X, or check "
+                "the kernel's hyperparameters and their bounds."),
+            not_positive_definite=lambda jitter: (
+                f"The kernel, {kernel}, is not returning a positive semi-definite "
+                "matrix: B = I + W^1/2 K W^1/2 of the Laplace approximation is not "
+                f"positive definite even with jitter up to {jitter:.3g} added to its "
+                "diagonal. Check the kernel (a user-defined kernel must be positive "
+                "semi-definite), or rescale X."),
+            jitter=lambda jitter: (
+                f"The Laplace approximation's matrix B = I + W^1/2 K W^1/2 of the "
+                f"kernel, {kernel}, is not numerically positive definite at the fitted "
+                f"hyperparameters, so fastgp added jitter {jitter:.3g} to its diagonal "
+                "(jitter_). The kernel matrix is likely not positive semi-definite; "
+                "check the kernel, or rescale X."),
+            overflow=lambda: (
+                "The approximate log marginal likelihood is not finite at the fitted "
+                f"hyperparameters of {kernel}: the kernel's values overflow the "
+                "Newton iterations. Rescale X or bound the kernel's amplitude."),
+        )
+
+    # -------------------------------------------------------------- predict
+    def _latent(self, X, want_var):
+        check_is_fitted(self)
+        X = _training_input(X, self.kernel_)
+        covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
+        mean, var = evaluate_on_idle_cores(
+            len(self.y_train_), latent_moments, covariance, self.kernel_.theta, self.L_,
+            self.W_sr_, self.y_train_ - self.pi_, X, want_var)
+        # never NaN returned in silence: the kernel overflows at these inputs
+        hint = "The kernel at these inputs overflows float64; rescale X."
+        check_finite_result("the latent mean", mean, hint)
+        if want_var:
+            check_finite_result("the latent variance", var, hint)
+        return mean, var
+
+    def predict(self, X):
+        """Classes (from ``classes_``) of the sign of the latent mean: the
+        MAP decision (R&W 2006, sec. 3.4.2)."""
+        mean, _ = self._latent(X, want_var=False)
+        return np.where(mean > 0, self.classes_[1], self.classes_[0])
+
+    def predict_proba(self, X):
+        """(n_samples, 2) probabilities of ``classes_`` (Alg. 3.2 line 7)."""
+        mean, var = self._latent(X, want_var=True)
+        pi_star = positive_class_probability(mean, var)
+        return np.vstack((1.0 - pi_star, pi_star)).T
+
+    def latent_mean_and_variance(self, X):
+        """Mean and variance (n_samples,) of the latent function at X
+        (Alg. 3.2 lines 4-6)."""
+        return self._latent(X, want_var=True)
+
+    # ------------------------------------------------------------------ LML
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """The approximate log marginal likelihood (R&W 2006, eq. 3.32) at
+        log-space ``theta`` (None: the fitted value) and, with
+        ``eval_gradient``, its gradient (Alg. 5.1). ``-inf`` (and a zero
+        gradient) where B is not positive definite. Each call allocates its
+        own N x N buffer and leaves ``L_`` untouched."""
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        theta = np.asarray(theta, dtype=np.float64)
+        if clone_kernel:
+            kernel = self.kernel_.clone_with_theta(theta)
+        else:
+            kernel = self.kernel_
+            kernel.theta = theta
+        covariance = make_covariance(kernel, self.X_train_, warn=False)
+        n_samples = len(self.y_train_)
+        n_features = np.shape(self.X_train_)[1] if np.ndim(self.X_train_) == 2 else 1
+        check_memory(
+            laplace_fit_bytes([n_samples], n_features, kernel.n_dims,
+                              fast=covariance.is_fast or not eval_gradient),
+            n_samples=n_samples, operation="log_marginal_likelihood(theta)",
+            remedies=["evaluate it on fewer samples", "use a machine with more memory"])
+        objective = LaplaceObjective(covariance, self.y_train_, Workspace(n_samples),
+                                     max_iter=self.max_iter_predict,
+                                     warm_start=self.warm_start,
+                                     f_cached=getattr(self, "_f_cached", None))
+        if eval_gradient:
+            value, grad = evaluate_on_idle_cores(n_samples, objective, theta)
+            result = (-value, -grad)
+        else:
+            result = -evaluate_on_idle_cores(n_samples, objective.value, theta)
+        if objective.f_cached is not None:
+            self._f_cached = objective.f_cached  # scikit-learn's warm start
+        return result
+
+
+class GaussianProcessClassifier(_SklearnGPC):
+    """Gaussian process classification with the Laplace approximation in one buffer.
+
+    Newton's iterations and the gradient work in one N x N buffer. A drop-in replacement for
+    :class:`sklearn.gaussian_process.GaussianProcessClassifier`: the same
+    constructor, defaults, fitted attributes, methods and messages, and
+    scikit-learn's kernel objects. The binary model follows Rasmussen &
+    Williams (2006), Algorithms 3.1, 3.2 and 5.1, as scikit-learn's does; what
+    changes is the cost. K is filled once per hyperparameter point and kept
+    in one triangle of a preallocated N x N buffer while Newton's iterations
+    factor B = I + W^1/2 K W^1/2 in place in the other; the gradient needs
+    dpotri in place and one fused pass over the buffer that recomputes
+    dK/dtheta on the fly, instead of scikit-learn's (N, N, n_theta) gradient
+    tensor beside five N x N matrices (docs/design.md, "The Laplace
+    classifier in one buffer"). Kernels outside fastgp's fast path work
+    through their own ``__call__`` at scikit-learn's memory cost, with a
+    :class:`~fastgp.covariance.SlowKernelWarning`.
+
+    Parameters
+    ----------
+    kernel : kernel instance, default=None
+        The prior covariance of the latent function. None means
+        ``C(1.0, "fixed") * RBF(1.0, "fixed")``, which has nothing to
+        optimise, as in scikit-learn. Cannot be a CompoundKernel.
+    optimizer : "fmin_l_bfgs_b", "CG", callable or None, default="fmin_l_bfgs_b"
+        As the regressor's: L-BFGS-B within the kernel's bounds, CG on a
+        smooth map of the bounds' box (fastgp's addition), a callable
+        ``optimizer(obj_func, initial_theta, bounds) -> (theta_opt,
+        func_min)``, or None to keep the kernel's hyperparameters.
+    n_restarts_optimizer : int, default=0
+        Extra optimiser runs from log-uniform random starts within the bounds
+        (drawn in log space, as documented by scikit-learn; scikit-learn's
+        classifier exponentiates the log-space draw).
+    max_iter_predict : int, default=100
+        Newton iterations for the posterior mode, at every hyperparameter
+        point and for the kept model.
+    warm_start : bool, default=False
+        Start Newton's iterations from the last mode found instead of zero
+        (useful during the optimisation).
+    copy_X_train : bool, default=True
+        Store a copy of the training inputs.
+    random_state : int, RandomState instance or None, default=None
+        Draws the restart points.
+    multi_class : {"one_vs_rest", "one_vs_one"}, default="one_vs_rest"
+        For more than two classes: one binary model per class against the
+        rest, or per pair of classes (no probabilities then).
+    n_jobs : int, default=None
+        Binary models fitted at once (joblib); None fits them one after
+        another. Each keeps its own N x N factor.
+
+    Attributes
+    ----------
+    base_estimator_ : estimator
+        The binary model, or scikit-learn's OneVsRestClassifier /
+        OneVsOneClassifier of binary models.
+    kernel_ : kernel instance
+        The fitted kernel (a CompoundKernel of the binary models' for more
+        than two classes).
+    log_marginal_likelihood_value_ : float
+        Of the fitted hyperparameters (the mean over binary models).
+    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features,)
+        Only when X has string feature names.
+
+    Notes
+    -----
+    Failure behaviour, as the regressor's (docs/reliability.md): before any
+    N x N buffer is allocated, the bytes of every buffer the fit will hold at
+    once (one factor kept per binary model, the models fitted in parallel)
+    are compared with the memory available, and
+    :class:`~fastgp.memory.InsufficientMemoryError` names both and the
+    remedies. Where B is not numerically positive definite in the kept
+    model, jitter is added to its diagonal with a
+    :class:`~fastgp.linalg.JitterWarning`. Optimiser trouble keeps the best
+    point with a ConvergenceWarning; a KeyboardInterrupt during a binary
+    model's optimisation keeps its best point, fits the estimator there and
+    then propagates (with more than two classes fitted one after another,
+    the models after the interrupted one are fitted at the kernel's initial
+    hyperparameters without optimising; with ``n_jobs`` the estimator is left
+    as it was). A fit that raises leaves a previously fitted estimator as it
+    was.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.gaussian_process.kernels import RBF
+    >>> from fastgp import GaussianProcessClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-3, 3, size=(80, 2))
+    >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    >>> gpc = GaussianProcessClassifier(1.0 * RBF(1.0), random_state=0).fit(X, y)
+    >>> bool(gpc.score(X, y) > 0.9)
+    True
+    """
+
+    _parameter_constraints: dict = {
+        "kernel": [Kernel, None],
+        "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"}), callable, None],
+        "n_restarts_optimizer": [Interval(Integral, 0, None, closed="left")],
+        "max_iter_predict": [Interval(Integral, 1, None, closed="left")],
+        "warm_start": ["boolean"],
+        "copy_X_train": ["boolean"],
+        "random_state": ["random_state"],
+        "multi_class": [StrOptions({"one_vs_rest", "one_vs_one"})],
+        "n_jobs": [Integral, None],
+    }
+
+    def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
+                 max_iter_predict=100, warm_start=False, copy_X_train=True,
+                 random_state=None, multi_class="one_vs_rest", n_jobs=None):
+        self.kernel = kernel
+        self.optimizer = optimizer
+        self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_iter_predict = max_iter_predict
+        self.warm_start = warm_start
+        self.copy_X_train = copy_X_train
+        self.random_state = random_state
+        self.multi_class = multi_class
+        self.n_jobs = n_jobs
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the Gaussian process classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (two or more classes).
+
+        Returns
+        -------
+        GaussianProcessClassifier
+            The fitted estimator (``self``).
+
+        Raises
+        ------
+        KeyboardInterrupt
+            Ctrl-C during a binary model's optimisation, after the estimator
+            was fitted at the best point so far (with a ConvergenceWarning).
+        """
+        # every fitted attribute is published at once, at the end: a fit that
+        # raises leaves a previously fitted estimator as it was
+        run_fit(self, lambda: self._fit(X, y))
+        return self
+
+    def _fit(self, X, y):
+        if isinstance(self.kernel, CompoundKernel):
+            raise ValueError("kernel cannot be a CompoundKernel")
+        if self.kernel is None or self.kernel.requires_vector_input:
+            X, y = validate_data(self, X, y, multi_output=False, ensure_2d=True,
+                                 dtype="numeric")
+        else:
+            X, y = validate_data(self, X, y, multi_output=False, ensure_2d=False,
+                                 dtype=None)
+        binary = _BinaryLaplaceClassifier(
+            kernel=self.kernel, optimizer=self.optimizer,
+            n_restarts_optimizer=self.n_restarts_optimizer,
+            max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
+            copy_X_train=self.copy_X_train, random_state=self.random_state)
+        classes, counts = np.unique(y, return_counts=True)
+        n_classes = classes.size
+        if n_classes == 1:
+            raise ValueError(
+                "GaussianProcessClassifier requires 2 or more distinct classes; got "
+                f"{n_classes} class (only class {classes[0]} is present)")
+        self._check_fit_memory(X, counts)
+
+        if n_classes == 2:
+            base = binary
+        elif self.multi_class == "one_vs_rest":
+            base = OneVsRestClassifier(binary, n_jobs=self.n_jobs)
+        else:
+            base = OneVsOneClassifier(binary, n_jobs=self.n_jobs)
+        interrupt = None
+        if n_classes == 2:
+            try:
+                base.fit(X, y)
+            except KeyboardInterrupt as exc:
+                # the binary model kept its best point and is fitted there
+                if not hasattr(binary, "L_"):
+                    raise
+                interrupt = exc
+        else:
+            interrupts = []
+            token = _INTERRUPTS.set(interrupts)
+            try:
+                base.fit(X, y)
+            finally:
+                _INTERRUPTS.reset(token)
+            if interrupts:
+                interrupt = interrupts[0]
+                warn_user(
+                    "The fit was interrupted (KeyboardInterrupt): the binary model "
+                    "being optimised keeps its best point, and the models after it "
+                    "were fitted at the kernel's initial hyperparameters without "
+                    "optimising; then the interrupt propagates.", ConvergenceWarning)
+        if n_classes > 2:
+            lml = np.mean([e.log_marginal_likelihood() for e in base.estimators_])
+        else:
+            lml = base.log_marginal_likelihood()
+        return {
+            "base_estimator_": base,
+            "classes_": classes,
+            "n_classes_": n_classes,
+            "log_marginal_likelihood_value_": lml,
+        }, types.SimpleNamespace(interrupt=interrupt)
+
+    # scikit-learn's methods, documented here (their own docstrings cite
+    # scikit-learn's glossary and references, which fastgp's site lacks)
+    def predict(self, X):
+        """Predict the class of each query point.
+
+        The class whose binary model's latent mean is positive (the MAP
+        decision, Rasmussen & Williams 2006, sec. 3.4.2); with more than two
+        classes, scikit-learn's one-vs-rest or one-vs-one vote.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Predicted labels, from ``classes_``.
+        """
+        return super().predict(X)
+
+    def predict_proba(self, X):
+        """Probability of each class at each query point.
+
+        Rasmussen & Williams (2006), Alg. 3.2: the latent mean and variance
+        from the kept factor, and the logistic function integrated against
+        them (Williams & Barber's probit mixture); one-vs-rest probabilities
+        are normalised to sum to one. Not available for one-vs-one.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Probabilities, columns in the order of ``classes_``.
+        """
+        return super().predict_proba(X)
+
+    def latent_mean_and_variance(self, X):
+        """Mean and variance of the latent function at the query points.
+
+        Rasmussen & Williams (2006), Alg. 3.2 lines 4 and 6; binary
+        classification only.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or list of object
+            Query points.
+
+        Returns
+        -------
+        latent_mean : ndarray of shape (n_samples,)
+            Mean of the latent function.
+        latent_var : ndarray of shape (n_samples,)
+            Variance of the latent function.
+        """
+        return super().latent_mean_and_variance(X)
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
+        """Approximate log marginal likelihood of ``theta`` for the training data.
+
+        Rasmussen & Williams (2006), eq. 3.32 at Newton's mode, and its
+        gradient by Alg. 5.1, in one N x N buffer of the call's own (``L_``
+        is left untouched). With more than two classes, the mean over the
+        binary models (no gradient).
+
+        Parameters
+        ----------
+        theta : array-like of shape (n_kernel_params,), default=None
+            Log-space hyperparameters: of one binary model (used for all),
+            or of the compound kernel. None returns the fitted value.
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to ``theta`` (binary only).
+        clone_kernel : bool, default=True
+            If False, the fitted kernel's theta is set to ``theta``.
+
+        Returns
+        -------
+        log_likelihood : float
+            The approximate log marginal likelihood; ``-inf`` where
+            B = I + W^1/2 K W^1/2 is not positive definite.
+        log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
+            Its gradient; only with ``eval_gradient``.
+        """
+        return super().log_marginal_likelihood(theta, eval_gradient, clone_kernel)
+
+    def _check_fit_memory(self, X, counts):
+        """Every N x N buffer alive at once: one kept factor per binary model,
+        and the models in flight (docs/design.md, "The Laplace classifier in
+        one buffer")."""
+        n_samples = int(counts.sum())
+        n_classes = counts.size
+        if n_classes == 2:
+            sizes = [n_samples]
+        elif self.multi_class == "one_vs_rest":
+            sizes = [n_samples] * n_classes
+        else:
+            sizes = [int(counts[i] + counts[j])
+                     for i in range(n_classes) for j in range(i + 1, n_classes)]
+        n_parallel = effective_n_jobs(self.n_jobs) if n_classes > 2 else 1
+        kernel = self.kernel if self.kernel is not None else _default_kernel()
+        n_features = np.shape(X)[1] if np.ndim(X) == 2 else 1
+        # the fast path: vector input and a kernel that lowers to a program
+        fast = (isinstance(X, np.ndarray) and np.ndim(X) == 2
+                and lower_kernel(kernel, n_features) is not None)
+        remedies = ["fit on fewer samples (a random subset)"]
+        if n_classes > 2 and self.multi_class == "one_vs_rest":
+            remedies.append("use multi_class='one_vs_one', whose models hold only two "
+                            "classes' samples each")
+        if n_parallel > 1:
+            remedies.append("use n_jobs=None, which fits one binary model at a time")
+        remedies.append("use a machine with more memory")
+        models = "" if n_classes == 2 else f" ({self.multi_class}, {len(sizes)} binary models)"
+        check_memory(
+            laplace_fit_bytes(sizes, n_features, kernel.n_dims, fast=fast,
+                              n_parallel=n_parallel),
+            n_samples=n_samples, operation=f"Fitting GaussianProcessClassifier{models}",
+            remedies=remedies)

@@ -1,0 +1,409 @@
+"""The binary Laplace approximation of Gaussian-process classification, in one
+N x N buffer (docs/design.md, "The Laplace classifier in one buffer").
+
+Rasmussen & Williams (2006), Algorithms 3.1 (the posterior mode by Newton's
+method), 3.2 (predictions) and 5.1 (the gradient of the approximate log
+marginal likelihood), for labels y in {0, 1}, the logistic likelihood
+p(y_i | f_i) = sigma(t_i f_i), t_i = 2 y_i - 1, and K = k(X, X; theta):
+
+    pi = sigma(f),  W = diag(pi (1 - pi)),  B = I + W^1/2 K W^1/2 = L L^T
+    log q(y | X, theta) = -1/2 a^T f + sum_i log sigma(t_i f_i) - sum_i log L_ii   (eq. 3.32)
+
+The buffer plan for one evaluation at theta:
+
+1. K is filled once (lower triangle, the backend's pass) and mirrored into
+   the strict upper triangle, its diagonal kept as a vector. K does not
+   change during Newton's iterations, so the strict upper triangle keeps it
+   for every product by K (:func:`symmetric_product`, level-2 BLAS over the
+   stored triangle): no kernel is recomputed and no second N x N is made.
+2. Each Newton step (Alg. 3.1 lines 4-8) writes B = I + W^1/2 K W^1/2 into
+   the lower triangle from the upper one and factors it in place.
+3. The gradient (Alg. 5.1): dpotri in place turns the lower triangle into
+   B^-1; diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W; one product by K from
+   the upper triangle; the lower triangle is scaled to
+   R = W^1/2 B^-1 W^1/2 (line 7), then updated by the rank-two term of the
+   implicit part, and one fused pass of the backend reduces it against
+   dK/dtheta recomputed on the fly. No (N, N, n_theta) tensor, no R, C or
+   W^1/2 K beside the buffer.
+
+Classes: :class:`LaplaceObjective` (value and gradient for the optimiser,
+and the factor a fitted model keeps); functions :func:`latent_moments`
+(Alg. 3.2 lines 4-6, in chunks) and :func:`positive_class_probability`
+(line 7).
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import erf, expit
+
+from .linalg import (
+    NotPositiveDefiniteError,
+    cho_inverse_in_place,
+    cho_solve_factor,
+    cholesky_in_place,
+    cholesky_with_jitter,
+    solve_lower_in_place,
+)
+from .predictive import chunk_rows
+
+__all__ = ["LaplaceObjective", "LaplaceMode", "latent_moments",
+           "positive_class_probability", "symmetric_product", "NEWTON_TOL"]
+
+#: Newton's iterations stop when the approximate log marginal likelihood rises
+#: by less than this (absolute), scikit-learn's criterion.
+NEWTON_TOL = 1e-10
+
+#: Most columns per block of the triangle-wise passes below; a block is also
+#: at most N / 32 columns wide (and at least 16), so that their temporaries,
+#: a few N x block arrays, stay below a sixteenth of the N x N buffer.
+BLOCK = 128
+
+
+# ---------------------------------------------------------------- triangles
+def _blocks(n):
+    block = max(16, min(BLOCK, n // 32))
+    for j0 in range(0, n, block):
+        yield j0, min(n, j0 + block)
+
+
+def mirror_lower_to_upper(B):
+    """Copy the strict lower triangle of square ``B`` (F-contiguous) into its
+    strict upper triangle, so that both hold the symmetric matrix; column
+    blocks, no N x N temporary."""
+    n = B.shape[0]
+    for j0, j1 in _blocks(n):
+        B[j0:j1, j1:] = B[j1:, j0:j1].T
+        D = B[j0:j1, j0:j1]
+        upper = np.triu_indices(j1 - j0, 1)
+        D[upper] = D.T[upper]
+
+
+def symmetric_product(B, V, lower, diag=None):
+    """S @ V for the symmetric S whose off-diagonal entries are stored in the
+    strict lower (``lower=True``) or strict upper triangle of ``B`` (n, n),
+    and whose diagonal is ``diag`` (n,) (None: B's own diagonal). The other
+    triangle is not read. V: (n,) or (n, t) float64; the result has V's
+    shape. Column blocks of level-2/3 BLAS (through NumPy's matmul), no
+    N x N temporary."""
+    n = B.shape[0]
+    d = np.diagonal(B) if diag is None else diag
+    V2 = V.reshape(n, -1)
+    out = d[:, None] * V2
+    for j0, j1 in _blocks(n):
+        D = B[j0:j1, j0:j1]
+        if lower:
+            T = np.tril(D, -1)
+            rect = B[j1:, j0:j1]  # S[j1:, j0:j1]
+            out[j1:] += rect @ V2[j0:j1]
+            out[j0:j1] += rect.T @ V2[j1:]
+        else:
+            T = np.triu(D, 1)
+            rect = B[j0:j1, j1:]  # S[j0:j1, j1:]
+            out[j0:j1] += rect @ V2[j1:]
+            out[j1:] += rect.T @ V2[j0:j1]
+        out[j0:j1] += T @ V2[j0:j1] + T.T @ V2[j0:j1]
+    return out.reshape(V.shape)
+
+
+def fill_B_from_upper(B, s, kdiag, jitter=0.0):
+    """Write the lower triangle of I (1 + jitter) + diag(s) K diag(s) into
+    ``B``, reading K's off-diagonal entries from B's strict upper triangle
+    (left as it is) and its diagonal from ``kdiag`` (Alg. 3.1 line 5)."""
+    n = B.shape[0]
+    for j0, j1 in _blocks(n):
+        below = B[j0:j1, j1:].T * s[j1:, None]  # K[j1:, j0:j1] scaled by rows
+        below *= s[j0:j1]
+        B[j1:, j0:j1] = below
+        D = B[j0:j1, j0:j1]
+        rows, cols = np.tril_indices(j1 - j0, -1)
+        D[rows, cols] = D[cols, rows] * s[j0 + rows] * s[j0 + cols]
+        idx = np.arange(j0, j1)
+        D[idx - j0, idx - j0] = 1.0 + jitter + s[idx] ** 2 * kdiag[idx]
+
+
+def _scale_lower(B, s):
+    """B[i, j] *= s_i s_j on the lower triangle's column blocks (the strict
+    upper part of each diagonal block is scaled too; callers no longer need
+    it)."""
+    n = B.shape[0]
+    for j0, j1 in _blocks(n):
+        block = B[j0:, j0:j1]
+        block *= s[j0:, None]
+        block *= s[j0:j1]
+
+
+def _rank_two_update_lower(B, u, g):
+    """B -= u g^T + g u^T on the lower triangle's column blocks (as
+    :func:`_scale_lower`, the strict upper part of diagonal blocks too)."""
+    n = B.shape[0]
+    for j0, j1 in _blocks(n):
+        block = B[j0:, j0:j1]
+        block -= np.outer(u[j0:], g[j0:j1])
+        block -= np.outer(g[j0:], u[j0:j1])
+
+
+def _log_likelihood(t, f):
+    """sum_i log sigma(t_i f_i) = -sum_i log(1 + exp(-t_i f_i)), without
+    overflow."""
+    return -float(np.sum(np.logaddexp(0.0, -t * f)))
+
+
+# ---------------------------------------------------------------- the mode
+@dataclass
+class LaplaceMode:
+    """Newton's result at one theta (Alg. 3.1), in scikit-learn's
+    convention: ``value`` is the approximate log marginal likelihood of the
+    iteration before the one where it stopped rising (or of the last), while
+    pi, W_sr, a and f are from the last iteration (pi and W_sr at the f it
+    started from, a and f after its step); the workspace's lower triangle
+    holds the factor of B at W_sr, its strict upper triangle K.
+
+    Arrays of shape (n,) float64.
+    """
+
+    value: float
+    f: np.ndarray
+    pi: np.ndarray
+    W_sr: np.ndarray
+    a: np.ndarray
+    n_iterations: int
+    jitter: float = 0.0
+
+
+class LaplaceObjective:
+    """``f(theta) -> (-log q(y|X,theta), -d log q/d theta)`` for the
+    optimiser, and the factor that a fitted binary classifier keeps.
+
+    Parameters
+    ----------
+    covariance : FastCovariance or KernelObjectCovariance
+        Fills K (lower triangle) and reduces the gradient trace
+        (:mod:`fastgp.covariance`).
+    y : ndarray of shape (n_samples,)
+        Labels in {0, 1}.
+    workspace : fastgp.fitting.Workspace
+        The one N x N buffer; overwritten by every call.
+    max_iter : int
+        Newton iterations per evaluation (scikit-learn's ``max_iter_predict``).
+    warm_start : bool
+        Start Newton's iterations from the last mode found (``f_cached``)
+        instead of f = 0, as scikit-learn's ``warm_start``.
+    f_cached : ndarray of shape (n_samples,) or None
+        The mode to warm-start from (updated by every evaluation).
+
+    Where B is not positive definite or a value is not finite, the call
+    returns ``(inf, zeros)``, the answer that makes the line search back off.
+    """
+
+    def __init__(self, covariance, y, workspace, max_iter=100, warm_start=False,
+                 f_cached=None):
+        self.covariance = covariance
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.t = 2.0 * self.y - 1.0
+        self.workspace = workspace
+        self.max_iter = int(max_iter)
+        self.warm_start = bool(warm_start)
+        self.f_cached = f_cached
+        self.n_evaluations = 0
+        self.mode = None
+        self._kdiag = None
+
+    @property
+    def n_samples(self):
+        return self.y.shape[0]
+
+    # ------------------------------------------------------------ Alg. 3.1
+    def _fill_K(self, theta, B):
+        """K into both triangles of B (lower by the backend's pass, mirrored
+        into the upper); its diagonal kept apart, since B's diagonal is
+        overwritten by every Newton step."""
+        n = self.n_samples
+        self.covariance.fill_lower(theta, np.zeros(n), B)
+        self._kdiag = np.array(np.diagonal(B))
+        mirror_lower_to_upper(B)
+
+    def _start(self):
+        if (self.warm_start and self.f_cached is not None
+                and self.f_cached.shape == self.y.shape):
+            return np.array(self.f_cached, dtype=np.float64)
+        return np.zeros(self.n_samples)
+
+    def newton(self, theta, factor=None):
+        """The posterior mode at ``theta`` (Alg. 3.1), K filled into the
+        workspace first. ``factor(B, s, kdiag)`` writes and factors B in the
+        lower triangle and returns the jitter it added (default: no jitter;
+        NotPositiveDefiniteError propagates). Returns a :class:`LaplaceMode`."""
+        B = self.workspace.buffer()
+        self._fill_K(theta, B)
+        kdiag = self._kdiag
+        if factor is None:
+            def factor(B, s, kdiag):
+                fill_B_from_upper(B, s, kdiag)
+                cholesky_in_place(B)
+                return 0.0
+        f = self._start()
+        previous = -math.inf
+        jitter = 0.0
+        n_iter = 0
+        for n_iter in range(1, self.max_iter + 1):
+            pi = expit(f)                                   # line 4
+            W = pi * (1.0 - pi)
+            s = np.sqrt(W)
+            jitter = max(jitter, factor(B, s, kdiag))       # line 5: B = L L^T
+            b = W * f + (self.y - pi)                       # line 6
+            Kb = symmetric_product(B, b, lower=False, diag=kdiag)
+            c = cho_solve_factor(B, (s * Kb)[:, None])[:, 0]
+            a = b - s * c                                   # line 7
+            f = symmetric_product(B, a, lower=False, diag=kdiag)  # line 8
+            value = (-0.5 * float(a @ f) + _log_likelihood(self.t, f)   # line 10,
+                     - float(np.sum(np.log(np.diagonal(B)))))           # eq. 3.32
+            if not math.isfinite(value):
+                previous = value
+                break
+            if value - previous < NEWTON_TOL:
+                break
+            previous = value
+        self.f_cached = f
+        self.mode = LaplaceMode(value=previous, f=f, pi=pi, W_sr=s, a=a,
+                                n_iterations=n_iter, jitter=jitter)
+        return self.mode
+
+    # ------------------------------------------------------------ Alg. 5.1
+    def _gradient(self, theta, mode):
+        """d log q / d theta (n_theta,) at the mode (Alg. 5.1 lines 7-15),
+        from the workspace as :meth:`newton` left it."""
+        B = self.workspace.buffer()
+        kdiag, s, pi, a = self._kdiag, mode.W_sr, mode.pi, mode.a
+        g = self.y - mode.pi                                 # grad log p(y|f)
+        cho_inverse_in_place(B)                              # lower: B^-1
+        # Line 9 / eq. 5.23: d log q / d f_i = -1/2 [(K^-1 + W)^-1]_ii dW_ii/df_i,
+        # with (K^-1 + W)^-1 = W^-1 - W^-1/2 B^-1 W^-1/2 (matrix inversion
+        # lemma, B = I + W^1/2 K W^1/2) and dW_ii/df_i = W_ii (1 - 2 pi_i) for
+        # the logistic likelihood, so W_ii cancels (no division by a W that
+        # underflows to 0).
+        s2 = -0.5 * (1.0 - np.diagonal(B)) * (1.0 - 2.0 * pi)
+        Ks2 = symmetric_product(B, s2, lower=False, diag=kdiag)  # last use of K
+        _scale_lower(B, s)                                   # line 7: R
+        # Lines 13-15: s2^T (b - K R b), b = dK g, is u^T dK g with
+        # u = s2 - R K s2 (K and R symmetric).
+        u = s2 - symmetric_product(B, Ks2, lower=True)
+        # Lines 11-12 and 15 in one trace: d log q / d theta_p
+        #   = 1/2 a^T dK a - 1/2 tr(R dK) + u^T dK g
+        #   = -1/2 sum_ij (R - u g^T - g u^T - a a^T)_ij dK_ij,
+        # reduced by the backend's fused pass (W = Kinv - A A^T with T = 1).
+        _rank_two_update_lower(B, u, g)
+        return -0.5 * self.covariance.grad_trace(theta, B, a[:, None])
+
+    # ----------------------------------------------------------- the calls
+    def value(self, theta):
+        """-log q(y|X, theta) alone (no gradient); inf where B is not
+        positive definite or the value is not finite."""
+        self.n_evaluations += 1
+        try:
+            mode = self.newton(np.asarray(theta, dtype=np.float64))
+        except NotPositiveDefiniteError:
+            return math.inf
+        return -mode.value if math.isfinite(mode.value) else math.inf
+
+    def __call__(self, theta):
+        """(-log q, -d log q/d theta (n_theta,)); (inf, zeros) where B is not
+        positive definite or anything is not finite."""
+        self.n_evaluations += 1
+        theta = np.asarray(theta, dtype=np.float64)
+        failed = (math.inf, np.zeros(theta.shape))
+        try:
+            mode = self.newton(theta)
+            if not math.isfinite(mode.value):
+                return failed
+            grad = self._gradient(theta, mode)
+        except NotPositiveDefiniteError:
+            return failed
+        if not np.all(np.isfinite(grad)):
+            return failed
+        return -mode.value, -grad
+
+    def factor_with_jitter(self, theta, max_relative_jitter=1e-6):
+        """The model a fit keeps (for :func:`fastgp.fitting.final_factor`):
+        Newton's mode at ``theta`` with each B factored by
+        :func:`fastgp.linalg.cholesky_with_jitter` (jitter on B's diagonal
+        where it is not numerically positive definite).
+
+        Returns (L, A, value, jitter): L the workspace buffer whose lower
+        triangle holds the factor of B at the mode (strict upper triangle:
+        K, zeroed by the caller), A = (y - pi)[:, None] (the latent mean's
+        coefficients, Alg. 3.2 line 4), value = -log q, jitter the largest
+        added. :attr:`mode` holds pi, W_sr and f. Raises
+        NotPositiveDefiniteError or NonFiniteMatrixError (linalg's).
+        """
+        def factor(B, s, kdiag):
+            return cholesky_with_jitter(
+                lambda buffer, jitter: fill_B_from_upper(buffer, s, kdiag, jitter),
+                B, max_relative_jitter=max_relative_jitter)
+
+        mode = self.newton(np.asarray(theta, dtype=np.float64), factor)
+        A = (self.y - mode.pi)[:, None]
+        return self.workspace.buffer(), A, -mode.value, mode.jitter
+
+
+# ---------------------------------------------------------------- Alg. 3.2
+def latent_moments(covariance, theta, L, W_sr, g, X_query, want_var):
+    """Latent mean (m,) and, if ``want_var``, variance (m,) at X_query
+    (Alg. 3.2 lines 4-6). The mean alone is one product pass of the backend
+    (``cross_matmat``, O(n + m) memory); with the variance, the query points
+    are taken in chunks so that the extra memory is O(n x chunk):
+
+        mean = k*^T (y - pi),  v = L \\ (W^1/2 k*),  var = k(x*, x*) - v^T v.
+
+    covariance : backend over the training X; L : (n, n) F-contiguous lower
+    factor of B; W_sr, g = y - pi : (n,).
+    """
+    if not want_var:  # one pass, no (n, chunk) block
+        return covariance.cross_matmat(theta, X_query, g), None
+    m = len(X_query)
+    mean = np.empty(m)
+    var = np.empty(m)
+    step = chunk_rows(L.shape[0])
+    for start in range(0, m, step):
+        stop = min(m, start + step)
+        Kt = covariance.cross(theta, X_query[start:stop])  # (n, c) F-order
+        mean[start:stop] = Kt.T @ g
+        Kt *= W_sr[:, None]
+        V = solve_lower_in_place(L, Kt)
+        var[start:stop] = (covariance.diag(theta, X_query[start:stop])
+                           - np.einsum("ij,ij->j", V, V))
+    return mean, var
+
+
+#: Williams & Barber (1998), Appendix A: the logistic function as a mixture
+#: sigma(z) ~ sum_i c_i Phi(sqrt(2) lambda_i z) of probit functions, the
+#: coefficients fitted by least squares at z = 0, 0.6, 2, 3.5, 4.5 and
+#: infinity (as scikit-learn fits them, so that probabilities agree).
+_LAMBDAS = np.array([0.41, 0.4, 0.37, 0.44, 0.39])
+
+
+def _mixture_coefficients():
+    z = np.array([0.0, 0.6, 2.0, 3.5, 4.5, np.inf])
+    design = 0.5 * (1.0 + erf(np.outer(z, _LAMBDAS)))
+    return np.linalg.lstsq(design, expit(z), rcond=None)[0]
+
+
+_COEFFICIENTS = _mixture_coefficients()
+
+
+def positive_class_probability(mean, var):
+    """The predictive probability of the positive class (Alg. 3.2 line 7),
+    integral sigma(z) N(z | mean, var) dz, with sigma replaced by the probit
+    mixture above: each term integrates in closed form,
+
+        integral Phi(sqrt(2) lambda z) N(z | mu, v) dz
+            = Phi(sqrt(2) lambda mu / sqrt(1 + 2 lambda^2 v)).
+
+    mean, var : (m,) float64; returns (m,).
+    """
+    mean = np.asarray(mean, dtype=np.float64)[None, :]
+    var = np.asarray(var, dtype=np.float64)[None, :]
+    lam = _LAMBDAS[:, None]
+    terms = 0.5 * (1.0 + erf(lam * mean / np.sqrt(1.0 + 2.0 * lam**2 * var)))
+    return _COEFFICIENTS @ terms
