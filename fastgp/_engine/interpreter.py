@@ -47,7 +47,7 @@ across tiles, one set per thread, never shared):
 - ``D1`` (stack_depth, Q, TILE) float64: ``D1[s, k, t]`` = d(slot s) /
   dX1[i0 + t, k] (``D_X1``); the result is ``D1[0]``.
 - ``D2`` (stack_depth, Q, TILE) float64: d(slot s) / dX2[j, k] (``D_X2``).
-- ``Wk`` (3, TILE) float64: per-entry work rows of the leaves and operators.
+- ``Wk`` (4, TILE) float64: per-entry work rows of the leaves and operators.
 
 A caller that never asks for input derivatives allocates ``Q = 0``.
 
@@ -192,5 +192,5 @@ def allocate_scratch(stack_depth, n_theta, n_dims):
     G = np.empty((max(n_theta, 1), TILE))
     D1 = np.empty((depth, n_dims, TILE))
     D2 = np.empty((depth, n_dims, TILE))
-    Wk = np.empty((3, TILE))
+    Wk = np.empty((4, TILE))
     return V, G, D1, D2, Wk

@@ -21,9 +21,11 @@ Arguments common to all helpers: X1 (n1, Q), X2 (n2, Q) float64
 C-contiguous; params (n_params,) natural scale; theta_of_param (n_params,)
 int64; ps the leaf's first parameter slot; V, G, D1, D2, Wk the
 interpreter's scratch (:mod:`.interpreter`), indexed by stack slot s; Wk
-(3, TILE) float64 work rows, overwritten. All helpers are compiled without
-Numba's reference counting (see :mod:`.interpreter`, "Reference counting"):
-they allocate nothing. See docs/design.md, "Adding a kernel", for adding a
+(4, TILE) float64 work rows, overwritten. The transcendental functions run
+a tile row at a time through :mod:`.vector_math` (exp, log1p, sin and cos
+of pi x), never libm's scalar calls, so their loops vectorise. All helpers
+are compiled without Numba's reference counting (see :mod:`.interpreter`,
+"Reference counting"): they allocate nothing. See docs/design.md, "Adding a kernel", for adding a
 leaf here.
 
 The formulas are scikit-learn's kernels (Rasmussen & Williams 2006, ch. 4:
@@ -35,7 +37,7 @@ import math
 
 from . import opcodes as op
 from .config import jit
-from .vector_math import exp_inplace
+from .vector_math import exp_inplace, log1p_inplace, sincos_pi
 
 _SQRT3 = math.sqrt(3.0)
 _SQRT5 = math.sqrt(5.0)
@@ -78,21 +80,23 @@ def stationary_profile(code, n, V, s, Wk):
             Wk[1, t] = V[s, t]
         return
     scale = 1.0 if code == op.MATERN12 else (_SQRT3 if code == op.MATERN32 else _SQRT5)
-    for t in range(n):
-        V[s, t] = -scale * math.sqrt(Wk[0, t])
+    for t in range(n):  # Wk[1] = r, one sqrt per entry for value and W
+        r = math.sqrt(Wk[0, t])
+        Wk[1, t] = r
+        V[s, t] = -scale * r
     exp_inplace(V[s], n, Wk[2])
     if code == op.MATERN12:
         for t in range(n):
-            r = math.sqrt(Wk[0, t])
+            r = Wk[1, t]
             Wk[1, t] = V[s, t] / r if r > 0.0 else 0.0
     elif code == op.MATERN32:
         for t in range(n):
             e = V[s, t]
+            V[s, t] = (1.0 + _SQRT3 * Wk[1, t]) * e
             Wk[1, t] = 3.0 * e
-            V[s, t] = (1.0 + _SQRT3 * math.sqrt(Wk[0, t])) * e
     else:
         for t in range(n):
-            a = _SQRT5 * math.sqrt(Wk[0, t])
+            a = _SQRT5 * Wk[1, t]
             e = V[s, t]
             Wk[1, t] = (5.0 / 3.0) * (1.0 + a) * e
             V[s, t] = (1.0 + a + a * a / 3.0) * e
@@ -117,17 +121,51 @@ def _zero_dx(n, d, s, want_x2, D1, D2):
 
 
 @jit(_nrt=False)
-def _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
-                        want_theta, want_x1, want_x2, s, G, D1, D2, Wk):
+def _scaled_sqdist_kept(X1, i0, n, X2, j, params, theta_of_param, ls, m,
+                        want_theta, want_x1, s, G, D1, Wk):
+    """scaled_sqdist (Wk[0, t] = r2, l = params[ls : ls+m]) that keeps each
+    dimension's u_k = (X1[i0+t, k] - X2[j, k]) / l_k for the derivatives
+    (_radial_derivatives), so that no distance is computed twice:
+
+    - if want_x1: u_k in D1[s, k, :n];
+    - else, if want_theta and m > 1: u_k in G[ti, :n] for each free
+      length scale (ti = theta_of_param[ls + k] >= 0); rows of fixed ones
+      are not touched.
+    """
+    d = X1.shape[1]
+    for t in range(n):
+        Wk[0, t] = 0.0
+    for k in range(d):
+        inv = 1.0 / (params[ls] if m == 1 else params[ls + k])
+        x2 = X2[j, k]
+        tk = theta_of_param[ls + k] if (want_theta and m > 1) else -1
+        if want_x1:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                D1[s, k, t] = u
+                Wk[0, t] += u * u
+        elif tk >= 0:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                G[tk, t] = u
+                Wk[0, t] += u * u
+        else:
+            for t in range(n):
+                u = (X1[i0 + t, k] - x2) * inv
+                Wk[0, t] += u * u
+
+
+@jit(_nrt=False)
+def _radial_derivatives(n, d, params, theta_of_param, ls, m, want_theta,
+                        want_x1, want_x2, s, G, D1, D2, Wk):
     """Length-scale and input derivatives of a leaf whose value depends on
-    r2 = Wk[0, t] alone, from its radial factor Wk[1, t] = W = -2 dk/d(r2).
-    With u_k = (x_k - x'_k) / l_k (l = params[ls : ls+m]):
+    r2 = Wk[0, t] alone, from its radial factor Wk[1, t] = W = -2 dk/d(r2)
+    and the u_k = (x_k - x'_k) / l_k (l = params[ls : ls+m]) that
+    _scaled_sqdist_kept left in D1[s] or G:
 
         dk/dlog l_k = W u_k^2   (m == 1: dk/dlog l = W r2)
         dk/dx_k     = -W u_k / l_k,    dk/dx'_k = -dk/dx_k
-
-    both from the same u_k."""
-    d = X1.shape[1]
+    """
     if want_theta and m == 1:
         ti = theta_of_param[ls]
         if ti >= 0:
@@ -137,22 +175,20 @@ def _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
         return
     for k in range(d):
         inv = 1.0 / (params[ls] if m == 1 else params[ls + k])
-        x2 = X2[j, k]
         tk = theta_of_param[ls + k] if (want_theta and m > 1) else -1
         if tk >= 0 and want_x1:
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
+                u = D1[s, k, t]
                 wu = Wk[1, t] * u
                 G[tk, t] = wu * u
                 D1[s, k, t] = -wu * inv
-        elif tk >= 0:
+        elif tk >= 0:  # the same rounding as with want_x1: (W u) u
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
-                G[tk, t] = Wk[1, t] * u * u
+                u = G[tk, t]
+                G[tk, t] = (Wk[1, t] * u) * u
         elif want_x1:
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
-                D1[s, k, t] = -(Wk[1, t] * u) * inv
+                D1[s, k, t] = -(Wk[1, t] * D1[s, k, t]) * inv
     if want_x2:
         _mirror(n, d, s, D1, D2)
 
@@ -160,33 +196,59 @@ def _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
 @jit(_nrt=False)
 def _radial_leaf(code, X1, i0, n, X2, j, params, theta_of_param, ps, m,
                  want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
-    """The leaves that are functions of r2 = sum_k ((x_k - x'_k) / l_k)^2:
-    RBF and Matern (stationary_profile; params[ps : ps+m] = l) and the
-    rational quadratic (RQ: scikit-learn's, m == 1; RQ_ARD: fastgp.kernels',
-    m in {1, Q}; params[ps] = alpha, params[ps+1 : ps+1+m] = l), R&W eq. 4.19:
-
-        k = b^-alpha, b = 1 + r2 / (2 alpha),   W = -2 dk/d(r2) = k / b,
-        dk/dlog alpha = k (-alpha log b + r2 / (2 b)).
-
-    Leaves Wk[0] = r2, Wk[1] = W."""
-    is_rq = code == op.RQ or code == op.RQ_ARD
-    ls = ps + 1 if is_rq else ps
-    scaled_sqdist(X1, i0, n, X2, j, params, ls, m, Wk)
-    if is_rq:
-        alpha = params[ps]
-        for t in range(n):
-            b = 1.0 + Wk[0, t] / (2.0 * alpha)
-            V[s, t] = b ** (-alpha)
-            Wk[1, t] = V[s, t] / b
-        ta = theta_of_param[ps] if want_theta else -1
-        if ta >= 0:
-            for t in range(n):
-                r2 = Wk[0, t]
-                b = 1.0 + r2 / (2.0 * alpha)
-                G[ta, t] = V[s, t] * (-alpha * math.log(b) + r2 / (2.0 * b))
+    """RBF and Matern (op.STATIONARY_R2_LEAVES), functions of
+    r2 = sum_k ((x_k - x'_k) / l_k)^2, params[ps : ps+m] = l: the value and
+    radial factor from stationary_profile, the derivatives from
+    _radial_derivatives. Leaves Wk[0] = r2, Wk[1] = W."""
+    # (spelled out, not a helper: one more call level costs RBF's fill 10 %)
+    if want_x1 or (want_theta and m > 1):
+        _scaled_sqdist_kept(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                            want_theta, want_x1, s, G, D1, Wk)
     else:
-        stationary_profile(code, n, V, s, Wk)
-    _radial_derivatives(X1, i0, n, X2, j, params, theta_of_param, ls, m,
+        scaled_sqdist(X1, i0, n, X2, j, params, ps, m, Wk)
+    stationary_profile(code, n, V, s, Wk)
+    _radial_derivatives(n, X1.shape[1], params, theta_of_param, ps, m,
+                        want_theta, want_x1, want_x2, s, G, D1, D2, Wk)
+
+
+@jit(_nrt=False)
+def _rational_quadratic_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
+                             want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """The rational quadratic (RQ: scikit-learn's, m == 1; RQ_ARD:
+    fastgp.kernels', m in {1, Q}), params[ps] = alpha,
+    params[ps+1 : ps+1+m] = l, a function of r2 as in _radial_leaf
+    (Rasmussen & Williams 2006, eq. 4.19):
+
+        k = b^-alpha = exp(-alpha log1p(r2 / (2 alpha))),  b = 1 + r2 / (2 alpha),
+        W = -2 dk/d(r2) = k / b,   dk/dlog alpha = k (-alpha log b + r2 / (2 b)),
+
+    log1p and exp vectorised over the row. Leaves Wk[0] = r2, Wk[1] = W."""
+    ls = ps + 1
+    # (spelled out, not a helper: one more call level costs RBF's fill 10 %)
+    if want_x1 or (want_theta and m > 1):
+        _scaled_sqdist_kept(X1, i0, n, X2, j, params, theta_of_param, ls, m,
+                            want_theta, want_x1, s, G, D1, Wk)
+    else:
+        scaled_sqdist(X1, i0, n, X2, j, params, ls, m, Wk)
+    alpha = params[ps]
+    two_alpha = 2.0 * alpha
+    for t in range(n):
+        V[s, t] = Wk[0, t] / two_alpha
+    log1p_inplace(V[s], n, Wk[2], Wk[3])  # V[s] = log b
+    ta = theta_of_param[ps] if want_theta else -1
+    if ta >= 0:  # dk/dlog alpha / k, scaled by k below
+        for t in range(n):
+            r2 = Wk[0, t]
+            G[ta, t] = -alpha * V[s, t] + r2 / (2.0 * (1.0 + r2 / two_alpha))
+    for t in range(n):
+        V[s, t] = -alpha * V[s, t]
+    exp_inplace(V[s], n, Wk[2])
+    for t in range(n):
+        Wk[1, t] = V[s, t] / (1.0 + Wk[0, t] / two_alpha)
+    if ta >= 0:
+        for t in range(n):
+            G[ta, t] *= V[s, t]
+    _radial_derivatives(n, X1.shape[1], params, theta_of_param, ls, m,
                         want_theta, want_x1, want_x2, s, G, D1, D2, Wk)
 
 
@@ -201,26 +263,43 @@ def _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
         dk/dlog l = 4 sn^2 / l^2 k,   dk/dlog p = 4 a sn c / l^2 k
         dk/dx_k   = -(4 pi / (p l^2)) k (sn c / r) (x_k - x'_k),  dk/dx' = -dk/dx
 
-    (sn c / r -> pi / p as r -> 0). Leaves Wk[0] = sn^2, Wk[1] = a sn c,
-    Wk[2] = the factor of (x_k - x'_k) in dk/dx_k."""
+    (sn c / r -> pi / p as r -> 0); sn and c come from one sincos_pi of
+    the row r / p, k from one exp_inplace, and every derivative from them."""
     d = X1.shape[1]
     inv_l2 = 1.0 / (params[ps] * params[ps])
     p = params[ps + 1]
     dx_scale = -4.0 * math.pi / p * inv_l2
+    derivatives = want_theta or want_x1
     for t in range(n):
-        r2 = 0.0
-        for k in range(d):
-            diff = X1[i0 + t, k] - X2[j, k]
-            r2 += diff * diff
-        r = math.sqrt(r2)
-        a = math.pi * r / p
-        sn = math.sin(a)
-        Wk[0, t] = sn * sn
-        V[s, t] = math.exp(-2.0 * inv_l2 * Wk[0, t])
-        if want_theta or want_x1:
-            sc = sn * math.cos(a)
-            Wk[1, t] = a * sc
-            Wk[2, t] = dx_scale * V[s, t] * (sc / r if r > 0.0 else math.pi / p)
+        Wk[0, t] = 0.0
+    for k in range(d):
+        x2 = X2[j, k]
+        for t in range(n):
+            diff = X1[i0 + t, k] - x2
+            Wk[0, t] += diff * diff
+    for t in range(n):
+        r = math.sqrt(Wk[0, t])
+        Wk[0, t] = r
+        V[s, t] = r / p
+    sincos_pi(V[s], n, Wk[1], Wk[2])  # sn, c of a = pi V[s]
+    if derivatives:
+        for t in range(n):
+            r = Wk[0, t]
+            sn = Wk[1, t]
+            sc = sn * Wk[2, t]
+            Wk[2, t] = sc / r if r > 0.0 else math.pi / p
+            Wk[1, t] = math.pi * V[s, t] * sc
+            Wk[0, t] = sn * sn
+            V[s, t] = -2.0 * inv_l2 * (sn * sn)
+    else:
+        for t in range(n):
+            sn = Wk[1, t]
+            Wk[0, t] = sn * sn
+            V[s, t] = -2.0 * inv_l2 * (sn * sn)
+    exp_inplace(V[s], n, Wk[3])
+    if want_x1:
+        for t in range(n):
+            Wk[2, t] *= dx_scale * V[s, t]
     if want_theta:
         tl = theta_of_param[ps]
         if tl >= 0:
@@ -251,48 +330,59 @@ def _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m, m2,
         dk/dlog l_k = 4 sn_k^2 / l_k^2 k,  dk/dlog p_k = 4 a_k sn_k c_k / l_k^2 k
         dk/dx_k = -4 (pi / p_k) sn_k c_k / l_k^2 k,  dk/dx' = -dk/dx
 
-    (a shared parameter's derivative is the sum over k; a shared l's is 4 S k).
-    Leaves Wk[0] = S."""
+    (a shared parameter's derivative is the sum over k; a shared l's is 4 S k)."""
     d = X1.shape[1]
     pp = ps + m
+    # Per dimension, from one sincos_pi of the row: S into V[s]; the
+    # derivatives' factors before k (4 sn^2 / l^2 into l's row, 4 a sn c / l^2
+    # into p's, -4 (pi / p) sn c / l^2 into D1[s, k]), scaled by k at the end.
+    tl_all = theta_of_param[ps] if (want_theta and m == 1) else -1
+    tp_all = theta_of_param[pp] if (want_theta and m2 == 1) else -1
     for t in range(n):
-        S = 0.0
-        for k in range(d):
-            lk = params[ps + k] if m > 1 else params[ps]
-            pk = params[pp + k] if m2 > 1 else params[pp]
-            sn = math.sin(math.pi * (X1[i0 + t, k] - X2[j, k]) / pk)
-            S += sn * sn / (lk * lk)
-        Wk[0, t] = S
-        V[s, t] = math.exp(-2.0 * S)
-    if want_theta and m == 1:
-        tl = theta_of_param[ps]
-        if tl >= 0:
+        V[s, t] = 0.0
+    for ti in (tl_all, tp_all):
+        if ti >= 0:
             for t in range(n):
-                G[tl, t] = 4.0 * Wk[0, t] * V[s, t]
-    if not want_theta and not want_x1:
-        return
+                G[ti, t] = 0.0
     for k in range(d):
         lk = params[ps + k] if m > 1 else params[ps]
+        pk = params[pp + k] if m2 > 1 else params[pp]
         inv_l2 = 1.0 / (lk * lk)
-        c = math.pi / (params[pp + k] if m2 > 1 else params[pp])
         x2 = X2[j, k]
-        tl = theta_of_param[ps + k] if (want_theta and m > 1) else -1
-        tp = theta_of_param[pp + k if m2 > 1 else pp] if want_theta else -1
-        accumulate = m2 == 1 and k > 0  # a shared period sums over k
         for t in range(n):
-            a = c * (X1[i0 + t, k] - x2)
-            sn = math.sin(a)
-            if tl >= 0:
-                G[tl, t] = 4.0 * inv_l2 * sn * sn * V[s, t]
-            if tp >= 0 or want_x1:
-                sc = sn * math.cos(a)
-                if tp >= 0:
-                    g = 4.0 * inv_l2 * a * sc * V[s, t]
-                    G[tp, t] = G[tp, t] + g if accumulate else g
-                if want_x1:
-                    D1[s, k, t] = -4.0 * c * inv_l2 * sc * V[s, t]
-    if want_x2:
-        _mirror(n, d, s, D1, D2)
+            Wk[0, t] = (X1[i0 + t, k] - x2) / pk
+        sincos_pi(Wk[0], n, Wk[1], Wk[2])
+        for t in range(n):
+            V[s, t] += Wk[1, t] * Wk[1, t] * inv_l2
+        tl = theta_of_param[ps + k] if (want_theta and m > 1) else tl_all
+        if tl >= 0:
+            for t in range(n):
+                g = 4.0 * inv_l2 * (Wk[1, t] * Wk[1, t])
+                G[tl, t] = G[tl, t] + g if m == 1 else g
+        tp = theta_of_param[pp + k] if (want_theta and m2 > 1) else tp_all
+        if tp >= 0:
+            for t in range(n):
+                g = 4.0 * inv_l2 * (math.pi * Wk[0, t]) * (Wk[1, t] * Wk[2, t])
+                G[tp, t] = G[tp, t] + g if m2 == 1 else g
+        if want_x1:
+            c = -4.0 * math.pi / pk * inv_l2
+            for t in range(n):
+                D1[s, k, t] = c * (Wk[1, t] * Wk[2, t])
+    for t in range(n):
+        V[s, t] = -2.0 * V[s, t]
+    exp_inplace(V[s], n, Wk[3])
+    if want_theta:
+        for q in range(ps, pp + m2):  # every parameter slot once
+            ti = theta_of_param[q]
+            if ti >= 0:
+                for t in range(n):
+                    G[ti, t] *= V[s, t]
+    if want_x1:
+        for k in range(d):
+            for t in range(n):
+                D1[s, k, t] *= V[s, t]
+        if want_x2:
+            _mirror(n, d, s, D1, D2)
 
 
 @jit(_nrt=False)
@@ -364,9 +454,13 @@ def eval_leaf(X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
     code = ops[o, op.COL_CODE]
     ps = ops[o, op.COL_PSTART]
     m = ops[o, op.COL_M]
-    if code in op.STATIONARY_R2_LEAVES or code == op.RQ or code == op.RQ_ARD:
+    if code in op.STATIONARY_R2_LEAVES:
         _radial_leaf(code, X1, i0, n, X2, j, params, theta_of_param, ps, m,
                      want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk)
+    elif code == op.RQ or code == op.RQ_ARD:
+        _rational_quadratic_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
+                                 m, want_theta, want_x1, want_x2, V, s, G, D1,
+                                 D2, Wk)
     elif code == op.CONST:
         _constant_leaf(n, X1.shape[1], params, theta_of_param, ps, want_theta,
                        want_x1, want_x2, V, s, G, D1, D2)

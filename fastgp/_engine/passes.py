@@ -16,7 +16,7 @@ bits whatever the number of threads.
 
 import numpy as np
 
-from .config import parallel_jit, prange
+from .config import jit, parallel_jit, prange
 from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_tile
 
 #: Blocks per triangle; fixed so that results do not depend on thread count.
@@ -80,9 +80,13 @@ def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     n = X.shape[0]
     T = A.shape[1]
     mode = np.int64(D_THETA)  # a typed, not literal, mode: see .interpreter
+    At = np.ascontiguousarray(A.T)  # (T, n): row q's entries i0 .. i0+m are contiguous
     for b in prange(bounds.size - 1):
         V, G, D1, D2, Wk = allocate_scratch(stack_depth, n_theta, 0)
-        acc = np.zeros(n_theta)
+        # acc[p, t]: this block's running sum of w dK/dtheta_p over the
+        # entries at offset t of their tile; summed over t once, at the end,
+        # so that the inner loops are elementwise and vectorise.
+        acc = np.zeros((n_theta, TILE))
         w = np.empty(TILE)
         for j in range(bounds[b], bounds[b + 1]):
             for i0 in range(j, n, TILE):
@@ -90,21 +94,35 @@ def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
                 diag_t = 0 if i0 == j else -1
                 eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
                           theta_of_param, mode, V, G, D1, D2, Wk)
-                for t in range(m):
-                    i = i0 + t
-                    s = 0.0
-                    for q in range(T):
-                        s += A[i, q] * A[j, q]
-                    w[t] = 2.0 * (T * Kinv[i, j] - s)
+                _weights(Kinv, At, A, i0, m, j, w)
                 if diag_t == 0:
                     w[0] *= 0.5
                 for p in range(n_theta):
-                    s = 0.0
                     for t in range(m):
-                        s += w[t] * G[p, t]
-                    acc[p] += s
+                        acc[p, t] += w[t] * G[p, t]
         for p in range(n_theta):
-            partial_out[b, p] = acc[p]
+            s = 0.0
+            for t in range(TILE):
+                s += acc[p, t]
+            partial_out[b, p] = s
+
+
+@jit(_nrt=False)
+def _weights(Kinv, At, A, i0, m, j, w):
+    """w[t] = 2 (T Kinv[i, j] - sum_q A[i, q] A[j, q]), i = i0 + t, t < m:
+    the trace weights of the gradient pass (c_ij W_ij off the diagonal).
+    The sum over the T columns of A runs in panels, one column q at a time
+    over the whole tile, reading At = A^T (T, n) C-contiguous, so the loop
+    over t vectorises."""
+    T = At.shape[0]
+    for t in range(m):
+        w[t] = 0.0
+    for q in range(T):
+        a = A[j, q]
+        for t in range(m):
+            w[t] += At[q, i0 + t] * a
+    for t in range(m):
+        w[t] = 2.0 * (T * Kinv[i0 + t, j] - w[t])
 
 
 @parallel_jit
