@@ -31,6 +31,7 @@ from .fitting import (
     Workspace,
     evaluate_on_idle_cores,
     fit_objective,
+    kernel_not_finite,
     run_fit,
 )
 from .laplace import LaplaceObjective, latent_moments, positive_class_probability
@@ -42,6 +43,7 @@ from .validation import (
     StrOptions,
     check_finite_result,
     check_kernel_hyperparameters,
+    kernel_for_likelihood,
 )
 
 __all__ = ["GaussianProcessClassifier"]
@@ -182,10 +184,9 @@ class _BinaryLaplaceClassifier(BaseEstimator):
     @staticmethod
     def _factor_messages(kernel):
         return FactorMessages(
-            non_finite=lambda: (
-                f"The kernel, {kernel}, returns non-finite values (NaN or infinity) "
-                "on the training inputs at its hyperparameters. Rescale X, or check "
-                "the kernel's hyperparameters and their bounds."),
+            non_finite=kernel_not_finite(
+                kernel, "on the training inputs at its hyperparameters",
+                "Rescale X, or check the kernel's hyperparameters and their bounds."),
             not_positive_definite=lambda jitter: (
                 f"The kernel, {kernel}, is not returning a positive semi-definite "
                 "matrix: B = I + W^1/2 K W^1/2 of the Laplace approximation is not "
@@ -243,16 +244,10 @@ class _BinaryLaplaceClassifier(BaseEstimator):
         ``eval_gradient``, its gradient (Alg. 5.1). ``-inf`` (and a zero
         gradient) where B is not positive definite. Each call allocates its
         own N x N buffer and leaves ``L_`` untouched."""
-        if theta is None:
-            if eval_gradient:
-                raise ValueError("Gradient can only be evaluated for theta!=None")
+        at_theta = kernel_for_likelihood(self.kernel_, theta, eval_gradient, clone_kernel)
+        if at_theta is None:
             return self.log_marginal_likelihood_value_
-        theta = np.asarray(theta, dtype=np.float64)
-        if clone_kernel:
-            kernel = self.kernel_.clone_with_theta(theta)
-        else:
-            kernel = self.kernel_
-            kernel.theta = theta
+        kernel, theta = at_theta
         covariance = make_covariance(kernel, self.X_train_, warn=False)
         n_samples = len(self.y_train_)
         n_features = np.shape(self.X_train_)[1] if np.ndim(self.X_train_) == 2 else 1

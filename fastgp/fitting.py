@@ -49,6 +49,7 @@ __all__ = [
     "Workspace",
     "IterationReport",
     "FactorMessages",
+    "kernel_not_finite",
     "FitResult",
     "fit_objective",
     "final_factor",
@@ -157,6 +158,13 @@ class FactorMessages:
     not_positive_definite: Callable[[float], str]
     jitter: Callable[[float], str]
     overflow: Callable[[], str]
+
+
+def kernel_not_finite(kernel, where, advice):
+    """A :attr:`FactorMessages.non_finite`: ``kernel`` returns NaN or infinity
+    ``where`` (e.g. "on the training inputs"); ``advice`` says what to do."""
+    return lambda: (f"The kernel, {kernel}, returns non-finite values (NaN or "
+                    f"infinity) {where}. {advice}")
 
 
 @dataclass(frozen=True)

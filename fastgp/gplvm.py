@@ -31,6 +31,7 @@ from .fitting import (
     IterationReport,
     Workspace,
     fit_objective,
+    kernel_not_finite,
     run_fit,
 )
 from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
@@ -292,10 +293,9 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """What the final factor's failures tell the user: they name the
         kernel (at its fitted hyperparameters) and what to do."""
         return FactorMessages(
-            non_finite=lambda: (
-                f"The kernel, {kernel}, returns non-finite values (NaN or "
-                "infinity) at the fitted latent points. Check the kernel's "
-                "hyperparameters and their bounds."),
+            non_finite=kernel_not_finite(
+                kernel, "at the fitted latent points",
+                "Check the kernel's hyperparameters and their bounds."),
             not_positive_definite=lambda jitter: (
                 f"The kernel, {kernel}, is not returning a positive definite "
                 "matrix at the fitted latent points, even with jitter. Add a "

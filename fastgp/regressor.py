@@ -26,6 +26,7 @@ from .fitting import (
     IterationReport,
     Workspace,
     fit_objective,
+    kernel_not_finite,
     run_fit,
 )
 from .iterative_objective import IterativeNegLogMarginalLikelihood, final_model
@@ -52,6 +53,7 @@ from .validation import (
     check_kernel_hyperparameters,
     count_samples,
     diagonal_addition,
+    kernel_for_likelihood,
     target_moments,
 )
 
@@ -454,10 +456,9 @@ class GaussianProcessRegressor(_SklearnGPR):
         """What the final factor's failures tell the user: they name the
         kernel (at its fitted hyperparameters) and what to do."""
         return FactorMessages(
-            non_finite=lambda: (
-                f"The kernel, {kernel}, returns non-finite values (NaN or infinity) "
-                "on the training inputs at its hyperparameters. Rescale X, or check "
-                "the kernel's hyperparameters and their bounds."),
+            non_finite=kernel_not_finite(
+                kernel, "on the training inputs at its hyperparameters",
+                "Rescale X, or check the kernel's hyperparameters and their bounds."),
             not_positive_definite=lambda jitter: (
                 f"The kernel, {kernel}, is not returning a positive "
                 "definite matrix, even with jitter up to "
@@ -684,16 +685,10 @@ class GaussianProcessRegressor(_SklearnGPR):
         Each call allocates one N x N buffer of its own and leaves ``L_``
         untouched.
         """
-        if theta is None:
-            if eval_gradient:
-                raise ValueError("Gradient can only be evaluated for theta!=None")
+        at_theta = kernel_for_likelihood(self.kernel_, theta, eval_gradient, clone_kernel)
+        if at_theta is None:
             return self.log_marginal_likelihood_value_
-        theta = np.asarray(theta, dtype=np.float64)
-        if clone_kernel:
-            kernel = self.kernel_.clone_with_theta(theta)
-        else:
-            kernel = self.kernel_
-            kernel.theta = theta
+        kernel, theta = at_theta
         covariance = make_covariance(kernel, self.X_train_, warn=False)
         n_samples = len(self.y_train_)
         if self._is_iterative():

@@ -38,6 +38,7 @@ __all__ = [
     "nonzero_scale",
     "count_samples",
     "check_finite_result",
+    "kernel_for_likelihood",
 ]
 
 
@@ -153,3 +154,41 @@ def check_finite_result(name, values, hint):
         raise ValueError(
             f"{int(bad.sum())} of {values.size} entries of {name} are not finite. {hint}"
         )
+
+
+def kernel_for_likelihood(fitted_kernel, theta, eval_gradient, clone_kernel):
+    """The kernel ``log_marginal_likelihood(theta, eval_gradient,
+    clone_kernel)`` evaluates, by scikit-learn's contract.
+
+    Parameters
+    ----------
+    fitted_kernel : Kernel
+        The estimator's ``kernel_``; set to ``theta`` in place when
+        ``clone_kernel`` is False.
+    theta : array-like of shape (n_theta,) or None
+        Log-space hyperparameters; None asks for the fitted value.
+    eval_gradient : bool
+        Whether the gradient is asked for (impossible with theta None).
+    clone_kernel : bool
+        Evaluate a clone at ``theta`` (True) or ``fitted_kernel`` itself.
+
+    Returns
+    -------
+    tuple (kernel, theta) or None
+        None where ``theta`` is None (the caller returns its fitted value);
+        else the kernel at ``theta`` and ``theta`` as float64.
+
+    Raises
+    ------
+    ValueError
+        ``eval_gradient`` with ``theta`` None, in scikit-learn's words.
+    """
+    if theta is None:
+        if eval_gradient:
+            raise ValueError("Gradient can only be evaluated for theta!=None")
+        return None
+    theta = np.asarray(theta, dtype=np.float64)
+    if clone_kernel:
+        return fitted_kernel.clone_with_theta(theta), theta
+    fitted_kernel.theta = theta
+    return fitted_kernel, theta
