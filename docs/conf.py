@@ -88,6 +88,6 @@ html_theme_options = {
 }
 # Pages outside a section have no section navigation to show: no left sidebar.
 html_sidebars = {page: [] for page in (
-    "index", "install", "quickstart", "design", "gplvm", "reliability", "benchmarks",
+    "index", "install", "quickstart", "design", "gplvm", "gpc", "reliability", "benchmarks",
     "comparison", "adding_a_kernel")}
 html_static_path = []
