@@ -5,17 +5,22 @@ and JAX in time and memory per loss+gradient, as N grows?
     python -m bench.compare --quick    # N in {1,000, 2,000}: a few minutes
     python -m bench.compare --peers fastgp,sklearn --max-n 5000
     python -m bench.compare --largest-n verify   # also search the largest N
+    python -m bench.compare --peers fastgp,sklearn --problems gpc --fit-n 0
 
 For each problem (``1d``: x standard normal, y = sin(x) + 0.01 noise, C*RBF
 + White; ``ard10``: 10-D inputs, one length scale per dimension; ``gplvm``:
-Y standard normal (N, 12), Q = 2) and each N, every library runs in its own
+Y standard normal (N, 12), Q = 2; ``gpc``, only when asked for: binary
+classification on two features, fastgp's GaussianProcessClassifier against
+scikit-learn's, the Laplace approximation's log marginal likelihood and
+gradient) and each N, every library runs in its own
 fresh process: its import and compilation first (timed apart), then the peak
 resident memory of building the data plus one loss+gradient, above the
 process's memory just before, then the median of interleaved timed rounds of
 loss+gradient and loss. fastgp's process also times SciPy's dpotrf and
-dpotrf + dpotri on the same K (the floor). A full fit at one N (2,000 by
-default) from the same start with the same L-BFGS-B driver gives wall time,
-evaluations and the final log marginal likelihood.
+dpotrf + dpotri on the same K (the floor; not for ``gpc``, whose problem
+says why in bench/_problems.py). A full fit at one N (2,000 by default,
+regression problems only) from the same start with the same L-BFGS-B driver
+gives wall time, evaluations and the final log marginal likelihood.
 
 A peer that is not installed is reported as skipped; so is a case whose
 estimated memory exceeds what the machine has free, and a process that grows
@@ -75,7 +80,8 @@ def parse_args(argv=None):
     parser.add_argument("--max-n", type=int, default=None,
                         help="drop every size above this")
     parser.add_argument("--problems", default="1d,ard10,gplvm",
-                        help="comma-separated from 1d, ard10, gplvm, seattle")
+                        help="comma-separated from 1d, ard10, gplvm, seattle, gpc "
+                             "(binary classification: fastgp and sklearn only)")
     parser.add_argument("--peers", default=",".join(REGRESSION_PEERS),
                         help="comma-separated from " + ", ".join(REGRESSION_PEERS)
                              + " (GPLVM rows use fastgp, gpy, jax)")
@@ -143,9 +149,10 @@ def repeats_for(n, library, override=None):
 
 
 def _library_for(peer, problem):
-    """The adapter name of ``peer`` on ``problem`` (GPLVM rows have their own)."""
-    if problem == "gplvm":
-        name = f"{peer}-gplvm"
+    """The adapter name of ``peer`` on ``problem`` (GPLVM and classifier rows
+    have their own)."""
+    if problem in ("gplvm", "gpc"):
+        name = f"{peer}-{problem}"
         return name if name in ADAPTERS else None
     return peer
 
@@ -177,7 +184,8 @@ def plan_cases(args):
                 spec = dict(library=library, problem=problem, n=n, kind=kind,
                             seed=args.seed, max_iter=args.fit_max_iter,
                             repeats=repeats_for(n, peer, args.repeats) if kind == "loss_grad" else 0,
-                            with_floor=(peer == "fastgp" and kind == "loss_grad"),
+                            with_floor=(peer == "fastgp" and kind == "loss_grad"
+                                        and "no_floor" not in PROBLEMS[problem]),
                             estimate_mb=adapter.estimate_bytes(problem, n, d, p) / MB)
                 cases.append(_skip(spec, why_not) if why_not else spec)
     return cases

@@ -3,7 +3,8 @@ problem (see :mod:`bench._problems`):
 
 - ``loss_grad(theta) -> (value, grad)``: the negative log marginal likelihood
   and its gradient with respect to scikit-learn's log-space ``theta`` (for the
-  GPLVM, the latent points first, then ``theta``);
+  GPLVM, the latent points first, then ``theta``; for the classifier, the
+  Laplace approximation's);
 - ``loss(theta) -> value``;
 - ``fit() -> dict``: a full fit from the problem's start with SciPy's L-BFGS-B
   within the kernel's bounds, the driver scikit-learn uses, so that every
@@ -34,6 +35,8 @@ ADAPTERS = {
     "fastgp-gplvm": "bench.peers.gplvm:FastGPLVM",
     "gpy-gplvm": "bench.peers.gplvm:GPyGPLVM",
     "jax-gplvm": "bench.peers.gplvm:JaxGPLVM",
+    "fastgp-gpc": "bench.peers.gpc:FastGPClassifier",
+    "sklearn-gpc": "bench.peers.gpc:SklearnClassifier",
 }
 
 LIBRARY_LABELS = {
@@ -47,6 +50,8 @@ LIBRARY_LABELS = {
     "fastgp-gplvm": "fastgp GPLVM",
     "gpy-gplvm": "GPy GPLVM",
     "jax-gplvm": "JAX GPLVM",
+    "fastgp-gpc": "fastgp GaussianProcessClassifier",
+    "sklearn-gpc": "scikit-learn GaussianProcessClassifier",
     "floor-potrf": "floor: dpotrf",
     "floor-potrf-potri": "floor: dpotrf + dpotri",
 }
