@@ -6,7 +6,7 @@ beyond the standard library), so the smoke test needs nothing extra."""
 from pathlib import Path
 
 from ._problems import PROBLEMS
-from .peers import LIBRARY_LABELS
+from .peers import LIBRARY_LABELS, library_for
 
 __all__ = ["evaluate_targets", "write_markdown", "render_markdown", "format_table"]
 
@@ -152,7 +152,7 @@ def _problem_section(doc, problem):
              "| x 8N^2 | NLML at start vs fastgp |",
              "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     skipped = []
-    fast_name = f"fastgp-{problem}" if problem in ("gplvm", "gpc") else "fastgp"
+    fast_name = library_for("fastgp", problem)
     for n in sorted({r["n"] for r in cases}):
         fast = _ok(doc, fast_name, problem, n)
         f_lg = _median(fast, "loss_grad") if fast else None
@@ -200,7 +200,7 @@ def _fit_section(doc):
                            f"{r.get('status')}: {r.get('reason', '')}")
             continue
         f = r["fit"]
-        fast = _ok(doc, "fastgp", r["problem"], r["n"], "fit")
+        fast = _ok(doc, library_for("fastgp", r["problem"]), r["problem"], r["n"], "fit")
         ratio = f["wall_s"] / fast["fit"]["wall_s"] if fast else None
         lines.append(f"| {r['problem']} | {r['n']:,} | {_label(r['library'])} | {_s(f['wall_s'])} | "
                      f"{_s(ratio)} | {f['n_evaluations']} | {f['n_iterations']} | "

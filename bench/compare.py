@@ -18,8 +18,8 @@ resident memory of building the data plus one loss+gradient, above the
 process's memory just before, then the median of interleaved timed rounds of
 loss+gradient and loss. fastgp's process also times SciPy's dpotrf and
 dpotrf + dpotri on the same K (the floor; not for ``gpc``, whose problem
-says why in bench/_problems.py). A full fit at one N (2,000 by default,
-regression problems only) from the same start with the same L-BFGS-B driver
+says why in bench/_problems.py). A full fit at one N (2,000 by default;
+``1d``, ``ard10`` and ``gpc``) from the same start with the same L-BFGS-B driver
 gives wall time, evaluations and the final log marginal likelihood.
 
 A peer that is not installed is reported as skipped; so is a case whose
@@ -46,7 +46,7 @@ from ._measure import (
     write_json,
 )
 from ._problems import PROBLEMS, n_theta
-from .peers import ADAPTERS, get_adapter
+from .peers import get_adapter, library_for
 
 __all__ = ["main", "parse_args", "plan_cases", "run_comparison"]
 
@@ -84,7 +84,7 @@ def parse_args(argv=None):
                              "(binary classification: fastgp and sklearn only)")
     parser.add_argument("--peers", default=",".join(REGRESSION_PEERS),
                         help="comma-separated from " + ", ".join(REGRESSION_PEERS)
-                             + " (GPLVM rows use fastgp, gpy, jax)")
+                             + " (GPLVM rows use fastgp, gpy, jax; gpc rows fastgp, sklearn)")
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed rounds per case (default: 7 up to N = 1000, 5 up "
                              "to 2000, 3 up to 5000, 2 above; peers at most 3)")
@@ -151,10 +151,7 @@ def repeats_for(n, library, override=None):
 def _library_for(peer, problem):
     """The adapter name of ``peer`` on ``problem`` (GPLVM and classifier rows
     have their own)."""
-    if problem in ("gplvm", "gpc"):
-        name = f"{peer}-{problem}"
-        return name if name in ADAPTERS else None
-    return peer
+    return library_for(peer, problem)
 
 
 def _skip(spec, reason):
@@ -178,7 +175,7 @@ def plan_cases(args):
                 continue
             why_not = adapter.unavailable()
             kinds = [("loss_grad", n) for n in sizes]
-            if args.fit_n and problem in ("1d", "ard10"):
+            if args.fit_n and problem in ("1d", "ard10", "gpc"):
                 kinds.append(("fit", args.fit_n))
             for kind, n in kinds:
                 spec = dict(library=library, problem=problem, n=n, kind=kind,

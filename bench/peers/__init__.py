@@ -20,8 +20,8 @@ Adapters import their library lazily: importing this package imports no peer.
 from ._base import Adapter, lbfgsb_driver
 from .floor import Floor
 
-__all__ = ["Adapter", "ADAPTERS", "LIBRARY_LABELS", "get_adapter", "lbfgsb_driver",
-           "Floor"]
+__all__ = ["Adapter", "ADAPTERS", "LIBRARY_LABELS", "get_adapter", "library_for",
+           "lbfgsb_driver", "Floor"]
 
 #: name -> "module:Class"; the comparison's ``--peers`` takes these names.
 ADAPTERS = {
@@ -55,6 +55,20 @@ LIBRARY_LABELS = {
     "floor-potrf": "floor: dpotrf",
     "floor-potrf-potri": "floor: dpotrf + dpotri",
 }
+
+
+#: problems whose rows have adapters of their own, named "<peer>-<problem>"
+OWN_ADAPTERS = ("gplvm", "gpc")
+
+
+def library_for(peer, problem):
+    """The adapter name of ``peer`` (``"fastgp"``, ``"sklearn"``, ...) on
+    ``problem``: the peer itself, or ``"<peer>-<problem>"`` for the GPLVM and
+    classifier problems (None where that peer has no such adapter)."""
+    if problem in OWN_ADAPTERS:
+        name = f"{peer}-{problem}"
+        return name if name in ADAPTERS else None
+    return peer
 
 
 def get_adapter(name):
