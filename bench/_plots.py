@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ._problems import PROBLEMS  # noqa: E402
-from .peers import LIBRARY_LABELS  # noqa: E402
+from .peers import LIBRARY_LABELS, library_for  # noqa: E402
 
 __all__ = ["write_plots"]
 
@@ -59,13 +59,13 @@ def write_plots(doc, img_dir):
     img_dir.mkdir(parents=True, exist_ok=True)
     written = []
     machine = doc["environment"]["cpu_model"]
-    for problem in ("1d", "ard10", "seattle", "gplvm"):
+    for problem in ("1d", "ard10", "seattle", "gplvm", "gpc"):
         libraries = sorted({r["library"] for r in doc["cases"] if r["problem"] == problem
                             and r["kind"] == "loss_grad" and r.get("status") == "ok"},
                            key=lambda name: (not name.startswith("fastgp"), name))
         if not libraries:
             continue
-        fast = "fastgp-gplvm" if problem == "gplvm" else "fastgp"
+        fast = library_for("fastgp", problem)
         sizes = sorted({r["n"] for r in doc["cases"] if r["problem"] == problem
                         and r["kind"] == "loss_grad"})
 
@@ -74,7 +74,8 @@ def write_plots(doc, img_dir):
             _plot(ax, _series(doc, problem, lib, _time("loss_grad")),
                   label=LIBRARY_LABELS.get(lib, lib), linewidth=2.5 if lib == fast else 1.5)
         floor = _series(doc, problem, fast, _time("floor-potrf-potri"))
-        if not floor:  # GPLVM rows without fastgp: take any fastgp floor of the run
+        if not floor and "no_floor" not in PROBLEMS[problem]:
+            # GPLVM rows without fastgp: take any fastgp floor of the run
             floor = _series(doc, "1d", "fastgp", _time("floor-potrf-potri"))
         _plot(ax, floor, label="floor: dpotrf + dpotri", color="black", linestyle="--")
         _finish(ax, fig, sizes, "one loss+gradient (s, median)",

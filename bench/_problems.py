@@ -18,6 +18,11 @@ peer adapter maps it to its own parametrisation.
 - ``"gplvm"``: Y = standard normal (n, 12) as in the GPLVM issue's motivating
   case, Q = 2 latent dimensions started at PCA; ConstantKernel * RBF(two
   length scales) + WhiteKernel.
+- ``"gpc"``: binary classification, x uniform on [-3, 3]^2, y = [sin(x_1) +
+  x_2 / 2 + 0.3 eps > 0] (labels 0 and 1); ConstantKernel(1) * RBF([1, 1])
+  (three hyperparameters), no WhiteKernel: the Laplace approximation's
+  B = I + W^1/2 K W^1/2 is positive definite without one (Rasmussen &
+  Williams 2006, Sec. 3.4.3).
 """
 
 import numpy as np
@@ -25,7 +30,7 @@ from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 __all__ = ["PROBLEMS", "make_problem", "seattle_kernel", "sin_1d", "ard_10d",
-           "gplvm_data", "ALPHA"]
+           "gplvm_data", "binary_2d", "ALPHA"]
 
 #: Added to K's diagonal by every library (scikit-learn's default ``alpha``).
 ALPHA = 1e-10
@@ -57,6 +62,15 @@ def gplvm_data(n, seed=0, n_features=12, n_components=2):
     X0 = U[:, :n_components] * s[:n_components]
     X0 /= X0.std(axis=0)
     return X0, Y
+
+
+def binary_2d(n, seed=0):
+    """X uniform on [-3, 3]^2 (n, 2), y (n,) int labels in {0, 1}:
+    [sin(x_1) + x_2 / 2 + 0.3 noise > 0]."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 2))
+    y = (np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.3 * rng.standard_normal(n) > 0).astype(int)
+    return X, y
 
 
 def seattle_kernel():
@@ -125,6 +139,14 @@ PROBLEMS = {
     "gplvm": dict(data=gplvm_data,
                   kernel=lambda d: C(1.0) * RBF(np.ones(d)) + WhiteKernel(1.0),
                   n_features=2, title="GPLVM, Y standard normal (N, 12), Q = 2"),
+    "gpc": dict(data=binary_2d, kernel=lambda d: C(1.0) * RBF(np.ones(d)), n_features=2,
+                title="Binary classification (Laplace), 2-D, C*RBF(2 length scales)",
+                # the comparison's reason for leaving out the LAPACK floor row
+                no_floor="No floor row: the classifier's K = C*RBF has no noise term and "
+                         "is numerically singular (dpotrf fails on it); the Laplace "
+                         "approximation factors B = I + W^1/2 K W^1/2 once per Newton "
+                         "step instead (Rasmussen & Williams 2006, Alg. 3.1), so dpotrf "
+                         "+ dpotri on K is not its floor."),
 }
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from ._measure import PeakMemory, environment, interleaved_medians, write_json
 from ._problems import make_problem
-from .peers import Floor, get_adapter
+from .peers import Floor, get_adapter, library_for
 
 
 def run_case(spec):
@@ -70,9 +70,10 @@ def run_case(spec):
         n = result["n"] = problem.n
         result["memory"] = mem.as_dict(n)
         result["fit"] = fit
-        if library != "fastgp" and not problem.latent:
+        reference_name = library_for("fastgp", problem_name)
+        if library != reference_name and not problem.latent:
             # quality on one yardstick: fastgp's loss at this library's optimum
-            reference = get_adapter("fastgp")()
+            reference = get_adapter(reference_name)()
             reference.prepare(problem)
             fit["reference_nlml"] = float(reference.loss(np.asarray(fit["theta"])))
         else:

@@ -32,23 +32,15 @@ import numpy as np
 
 from ._measure import (REPO_ROOT, PeakMemory, available_memory_bytes, environment,
                        run_in_subprocess, write_json)
+from ._problems import PROBLEMS, binary_2d
 from ._report import format_table
 
 LIBRARIES = ("fastgp", "sklearn")
 
 
-def _problem(n, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-3, 3, size=(n, 2))
-    y = (np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.3 * rng.standard_normal(n) > 0).astype(int)
-    return X, y
-
-
 def _kernel():
-    from sklearn.gaussian_process.kernels import RBF
-    from sklearn.gaussian_process.kernels import ConstantKernel as C
-
-    return C(1.0) * RBF([1.0, 1.0])
+    spec = PROBLEMS["gpc"]
+    return spec["kernel"](spec["n_features"])
 
 
 def _estimator(library):
@@ -74,21 +66,21 @@ def run_case(spec):
     library, kind, n = spec["library"], spec["kind"], int(spec["n"])
     Estimator = _estimator(library)
     start = time.perf_counter()
-    X_small, y_small = _problem(40, seed=1)  # imports and Numba's compilation
+    X_small, y_small = binary_2d(40, seed=1)  # imports and Numba's compilation
     Estimator(_kernel(), optimizer=None).fit(X_small, y_small).log_marginal_likelihood(
         _kernel().theta, eval_gradient=True)
     result = dict(library=library, kind=kind, n=n, warm_up_s=time.perf_counter() - start)
     if kind == "fit":
         optimizer = _capped_optimizer(int(spec["max_iter"]))
         with PeakMemory() as mem:
-            X, y = _problem(n)
+            X, y = binary_2d(n)
             start = time.perf_counter()
             model = Estimator(_kernel(), optimizer=optimizer).fit(X, y)
             result["fit_s"] = time.perf_counter() - start
         result["value"] = float(model.log_marginal_likelihood_value_)
         result["memory"] = mem.as_dict(n)
         return result
-    X, y = _problem(n)
+    X, y = binary_2d(n)
     model = Estimator(_kernel(), optimizer=None).fit(X, y)
     theta = model.kernel_.theta
     with PeakMemory() as mem:

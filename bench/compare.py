@@ -5,17 +5,22 @@ and JAX in time and memory per loss+gradient, as N grows?
     python -m bench.compare --quick    # N in {1,000, 2,000}: a few minutes
     python -m bench.compare --peers fastgp,sklearn --max-n 5000
     python -m bench.compare --largest-n verify   # also search the largest N
+    python -m bench.compare --peers fastgp,sklearn --problems gpc --fit-n 0
 
 For each problem (``1d``: x standard normal, y = sin(x) + 0.01 noise, C*RBF
 + White; ``ard10``: 10-D inputs, one length scale per dimension; ``gplvm``:
-Y standard normal (N, 12), Q = 2) and each N, every library runs in its own
+Y standard normal (N, 12), Q = 2; ``gpc``, only when asked for: binary
+classification on two features, fastgp's GaussianProcessClassifier against
+scikit-learn's, the Laplace approximation's log marginal likelihood and
+gradient) and each N, every library runs in its own
 fresh process: its import and compilation first (timed apart), then the peak
 resident memory of building the data plus one loss+gradient, above the
 process's memory just before, then the median of interleaved timed rounds of
 loss+gradient and loss. fastgp's process also times SciPy's dpotrf and
-dpotrf + dpotri on the same K (the floor). A full fit at one N (2,000 by
-default) from the same start with the same L-BFGS-B driver gives wall time,
-evaluations and the final log marginal likelihood.
+dpotrf + dpotri on the same K (the floor; not for ``gpc``, whose problem
+says why in bench/_problems.py). A full fit at one N (2,000 by default;
+``1d``, ``ard10`` and ``gpc``) from the same start with the same L-BFGS-B driver
+gives wall time, evaluations and the final log marginal likelihood.
 
 A peer that is not installed is reported as skipped; so is a case whose
 estimated memory exceeds what the machine has free, and a process that grows
@@ -41,7 +46,7 @@ from ._measure import (
     write_json,
 )
 from ._problems import PROBLEMS, n_theta
-from .peers import ADAPTERS, get_adapter
+from .peers import get_adapter, library_for
 
 __all__ = ["main", "parse_args", "plan_cases", "run_comparison"]
 
@@ -75,10 +80,11 @@ def parse_args(argv=None):
     parser.add_argument("--max-n", type=int, default=None,
                         help="drop every size above this")
     parser.add_argument("--problems", default="1d,ard10,gplvm",
-                        help="comma-separated from 1d, ard10, gplvm, seattle")
+                        help="comma-separated from 1d, ard10, gplvm, seattle, gpc "
+                             "(binary classification: fastgp and sklearn only)")
     parser.add_argument("--peers", default=",".join(REGRESSION_PEERS),
                         help="comma-separated from " + ", ".join(REGRESSION_PEERS)
-                             + " (GPLVM rows use fastgp, gpy, jax)")
+                             + " (GPLVM rows use fastgp, gpy, jax; gpc rows fastgp, sklearn)")
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed rounds per case (default: 7 up to N = 1000, 5 up "
                              "to 2000, 3 up to 5000, 2 above; peers at most 3)")
@@ -143,11 +149,9 @@ def repeats_for(n, library, override=None):
 
 
 def _library_for(peer, problem):
-    """The adapter name of ``peer`` on ``problem`` (GPLVM rows have their own)."""
-    if problem == "gplvm":
-        name = f"{peer}-gplvm"
-        return name if name in ADAPTERS else None
-    return peer
+    """The adapter name of ``peer`` on ``problem`` (GPLVM and classifier rows
+    have their own)."""
+    return library_for(peer, problem)
 
 
 def _skip(spec, reason):
@@ -171,13 +175,14 @@ def plan_cases(args):
                 continue
             why_not = adapter.unavailable()
             kinds = [("loss_grad", n) for n in sizes]
-            if args.fit_n and problem in ("1d", "ard10"):
+            if args.fit_n and problem in ("1d", "ard10", "gpc"):
                 kinds.append(("fit", args.fit_n))
             for kind, n in kinds:
                 spec = dict(library=library, problem=problem, n=n, kind=kind,
                             seed=args.seed, max_iter=args.fit_max_iter,
                             repeats=repeats_for(n, peer, args.repeats) if kind == "loss_grad" else 0,
-                            with_floor=(peer == "fastgp" and kind == "loss_grad"),
+                            with_floor=(peer == "fastgp" and kind == "loss_grad"
+                                        and "no_floor" not in PROBLEMS[problem]),
                             estimate_mb=adapter.estimate_bytes(problem, n, d, p) / MB)
                 cases.append(_skip(spec, why_not) if why_not else spec)
     return cases

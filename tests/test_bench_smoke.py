@@ -71,6 +71,40 @@ def test_compare_writes_markdown_and_json_with_expected_rows(tmp_path, monkeypat
     assert "Placeholder" in md  # tiny N: the file says it is not the real figures
 
 
+def test_compare_classifier_rows_fastgp_against_sklearn(tmp_path):
+    argv = ["--sizes", "40", "--problems", "gpc", "--peers", "fastgp,sklearn",
+            "--fit-n", "40", "--fit-max-iter", "50", "--repeats", "1", "--no-plots",
+            "--in-process", "--out-dir", str(tmp_path)]
+    assert compare.main(argv) == 0
+
+    doc = json.loads((tmp_path / "comparison.json").read_text())
+    by = {c["library"]: c for c in doc["cases"] if c["kind"] == "loss_grad"}
+    assert sorted(by) == ["fastgp-gpc", "sklearn-gpc"]
+    for case in by.values():
+        assert (case["status"], case["problem"], case["kind"]) == ("ok", "gpc", "loss_grad"), case
+        assert case["time"]["loss_grad"]["median_s"] > 0 and case["time"]["loss"]["median_s"] > 0
+        # no LAPACK floor on the classifier's noise-free K (bench/_problems.py says why)
+        assert not case["with_floor"] and "floor-potrf" not in case["time"]
+    # the same Laplace approximation, its value and gradient, in both libraries
+    np.testing.assert_allclose(by["fastgp-gpc"]["value"], by["sklearn-gpc"]["value"], rtol=1e-8)
+    np.testing.assert_allclose(by["fastgp-gpc"]["grad_theta"], by["sklearn-gpc"]["grad_theta"],
+                               rtol=1e-8)
+
+    md = (tmp_path / "comparison.md").read_text()
+    assert "| 40 | fastgp GaussianProcessClassifier |" in md
+    assert "| 40 | scikit-learn GaussianProcessClassifier |" in md
+    assert "No floor row" in md
+
+    # the fits, each also scored by fastgp's classifier at its optimum
+    fits = {c["library"]: c for c in doc["cases"] if c["kind"] == "fit"}
+    assert [fits[lib]["status"] for lib in ("fastgp-gpc", "sklearn-gpc")] == ["ok", "ok"]
+    fast_fit, sk_fit = fits["fastgp-gpc"]["fit"], fits["sklearn-gpc"]["fit"]
+    assert fast_fit["n_evaluations"] > 1
+    np.testing.assert_allclose(fast_fit["final_nlml"], sk_fit["final_nlml"], rtol=1e-6)
+    np.testing.assert_allclose(sk_fit["reference_nlml"], sk_fit["final_nlml"], rtol=1e-8)
+    assert "| gpc | 40 | scikit-learn GaussianProcessClassifier |" in md
+
+
 def test_compare_skips_cases_estimated_not_to_fit(tmp_path, monkeypatch):
     monkeypatch.setattr(compare, "available_memory_bytes", lambda: 2**20)  # 1 MB free
     assert compare.main(_tiny_args(tmp_path, "fastgp")) == 0
