@@ -540,7 +540,18 @@ class GaussianProcessClassifier(_SklearnGPC):
         latent_var : ndarray of shape (n_samples,)
             Variance of the latent function.
         """
-        return super().latent_mean_and_variance(X)
+        # written here, not inherited: scikit-learn's classifier has it only
+        # from 1.7, and fastgp supports 1.6
+        check_is_fitted(self)
+        if self.n_classes_ > 2:
+            raise ValueError(
+                "Returning the mean and variance of the latent function f is only "
+                f"supported for binary classification, received {self.n_classes_} classes.")
+        if self.kernel is None or self.kernel.requires_vector_input:
+            X = validate_data(self, X, ensure_2d=True, dtype="numeric", reset=False)
+        else:
+            X = validate_data(self, X, ensure_2d=False, dtype=None, reset=False)
+        return self.base_estimator_.latent_mean_and_variance(X)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
         """Approximate log marginal likelihood of ``theta`` for the training data.

@@ -173,7 +173,12 @@ def lanczos_quadrature(result, columns, function=np.log):
         if m == 0:
             continue
         diagonal, off = lanczos_tridiagonal(result.alphas[:m, q], result.betas[:m, q])
-        eigenvalues, vectors = eigh_tridiagonal(diagonal, off)
+        if m == 1:  # SciPy 1.10's "stev" refuses an empty off-diagonal
+            eigenvalues, vectors = diagonal, np.ones((1, 1))
+        else:
+            # "stev" (implicit QL): SciPy's default "stemr" fails to converge
+            # on some of these tridiagonals in SciPy 1.10 (LAPACK info 22)
+            eigenvalues, vectors = eigh_tridiagonal(diagonal, off, lapack_driver="stev")
         if function is np.log and eigenvalues[0] <= 0.0:
             raise IndefiniteOperatorError("a Lanczos tridiagonal is not positive definite")
         out[i] = result.initial_norm[q] * float(vectors[0] ** 2 @ function(eigenvalues))
