@@ -120,8 +120,9 @@ class GaussianProcessRegressor(_SklearnGPR):
         preconditioned conjugate gradients, the log-determinant by stochastic
         Lanczos quadrature and the gradient by probe vectors, memory
         O(N (k + t + d)); fast-path kernels only. "auto": "cholesky" when its
-        buffer fits the memory available, else "iterative" with a warning
-        that says why. ``solver_`` records the choice.
+        buffer fits the machine's memory budget (once the other fits running
+        now release theirs: this fit would wait for them), else "iterative"
+        with a warning that says why. ``solver_`` records the choice.
     cg_tol : float, default=1e-4
         Iterative solver: relative residual ||b - K x|| / ||b|| at which
         conjugate gradients stop.
