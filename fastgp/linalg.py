@@ -17,6 +17,8 @@ large matrices on some processors (docs/reliability.md, "Large N and
 OpenBLAS's threaded dsyrk"). Results agree to rounding.
 """
 
+import math
+
 import numpy as np
 from scipy.linalg import lapack
 
@@ -28,6 +30,7 @@ __all__ = [
     "JitterWarning",
     "cholesky_with_jitter",
     "rank_tolerance",
+    "exact_sum",
     "cholesky_in_place",
     "cho_solve_factor",
     "cho_solve_in_place",
@@ -182,7 +185,24 @@ def solve_lower_in_place(L, B):
 
 def log_det_from_factor(L):
     """log |K| = 2 sum_i log L_ii for the lower Cholesky factor L of K."""
-    return 2.0 * np.sum(np.log(np.diagonal(L)))
+    diagonal = np.diagonal(L)
+    if not np.all((diagonal > 0.0) & np.isfinite(diagonal)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 2.0 * float(np.sum(np.log(diagonal)))  # -inf or nan, as LAPACK left it
+    # math.log and math.fsum, element by element: NumPy's SIMD log and sum
+    # round differently with the array's memory alignment (seen with NumPy
+    # 1.25), and a fit's bits must not depend on where an allocator put them
+    return 2.0 * math.fsum(math.log(x) for x in diagonal.tolist())
+
+
+def exact_sum(values):
+    """math.fsum of ``values`` (a 1-D float64 array): exactly rounded, so the
+    same bits wherever the array lies in memory; NumPy's sum (inf or nan)
+    where the exact sum overflows or the values are not finite."""
+    try:
+        return math.fsum(values.tolist())
+    except (OverflowError, ValueError):
+        return float(np.sum(values))
 
 
 def rank_tolerance(n, max_diag):

@@ -29,6 +29,7 @@ from .linalg import (
     cho_solve_factor,
     cholesky_in_place,
     cholesky_with_jitter,
+    exact_sum,
     log_det_from_factor,
 )
 __all__ = ["NegLogMarginalLikelihood", "guarded_value", "guarded_value_and_grad"]
@@ -139,7 +140,10 @@ class NegLogMarginalLikelihood:
         """A = K^-1 Y and L(theta) from the factor (eq. 2.30)."""
         A = cho_solve_factor(L, self.Y)
         n, T = self.Y.shape
-        value = (0.5 * float(np.einsum("ik,ik->", self.Y, A))
+        # math.fsum, not einsum: NumPy's SIMD reductions round differently
+        # with the arrays' memory alignment, and the fit's bits must not
+        # depend on where an allocator put them (docs/reliability.md)
+        value = (0.5 * exact_sum((self.Y * A).ravel())
                  + 0.5 * T * log_det_from_factor(L) + 0.5 * n * T * _LOG_2PI)
         return A, value
 
