@@ -365,12 +365,16 @@ def _run_cg(tracker, log, theta0, bounds, max_iter, tol):
             if decrease <= CG_WINDOW * CG_FTOL * max(1.0, abs(history[-1])):
                 raise _SlowProgress
 
-    res = scipy.optimize.minimize(
-        box.wrap(tracker), box.u(theta0), method="CG", jac=True, callback=callback,
-        options={"maxiter": int(maxiter), "gtol": CG_GTOL if tol is None else tol})
+    slow = (f"CONVERGENCE: relative reduction of f over {CG_WINDOW} iterations "
+            f"<= {CG_WINDOW} x {CG_FTOL:g}")
+    try:
+        res = scipy.optimize.minimize(
+            box.wrap(tracker), box.u(theta0), method="CG", jac=True, callback=callback,
+            options={"maxiter": int(maxiter), "gtol": CG_GTOL if tol is None else tol})
+    except _SlowProgress:  # SciPy < 1.11 lets a callback's StopIteration through
+        return slow, 0
     if len(history) > CG_WINDOW and int(res.status) == 99:  # our StopIteration
-        return (f"CONVERGENCE: relative reduction of f over {CG_WINDOW} iterations "
-                f"<= {CG_WINDOW} x {CG_FTOL:g}"), 0
+        return slow, 0
     return str(res.message), int(res.status)
 
 
