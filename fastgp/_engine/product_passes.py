@@ -23,7 +23,7 @@ rows) and one accumulator of t (or n_theta x t) floats per thread.
 import numpy as np
 
 from .config import parallel_jit, prange
-from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_tile
+from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_lower_tile, eval_tile
 
 #: Row blocks of the product passes (fixed: results do not depend on threads).
 MAX_ROW_BLOCKS = 256
@@ -108,17 +108,15 @@ def grad_bilinear_lower(X, ops, op_float, params, theta_of_param, stack_depth,
         w = np.empty(TILE)
         for j in range(bounds[b], bounds[b + 1]):
             for i0 in range(j, n, TILE):
-                width = min(TILE, n - i0)
-                diag_t = 0 if i0 == j else -1
-                eval_tile(X, i0, width, X, j, diag_t, ops, op_float, params,
-                          theta_of_param, mode, Vs, G, D1, D2, Wk)
+                width = eval_lower_tile(X, i0, j, ops, op_float, params,
+                                        theta_of_param, mode, Vs, G, D1, D2, Wk)
                 for tt in range(width):
                     i = i0 + tt
                     s = 0.0
                     for q in range(t_cols):
                         s += P[i, q] * Q[j, q] + Q[i, q] * P[j, q]
                     w[tt] = s
-                if diag_t == 0:
+                if i0 == j:
                     w[0] *= 0.5
                 for p in range(n_theta):
                     s = 0.0
