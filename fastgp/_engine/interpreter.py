@@ -101,7 +101,7 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
     want_x2 = (mode & D_X2) != 0
     want_x1 = want_x2 or (mode & D_X1) != 0
     d = X1.shape[1]
-    sp = 0
+    sp = np.int64(0)  # typed from the start: a literal 0 would compile eval_leaf twice
     for o in range(ops.shape[0]):
         code = ops[o, op.COL_CODE]
         if code < op.SUM:  # a leaf
