@@ -183,3 +183,25 @@ def test_a_dask_cluster_runs_the_products_and_gives_the_local_run(ledger):
     for count in counts.values():
         assert count["tasks"] > 0
         assert 1 <= count["inputs_received"] <= 4
+
+
+@pytest.mark.slow
+def test_distributed_benchmark_runs_at_a_tiny_n(tmp_path, capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("distributed")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from bench import bench_distributed
+
+    out = tmp_path / "distributed.json"
+    assert bench_distributed.main(["--n", "200", "--repeats", "1", "--rank", "10",
+                                   "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["same_bits"] and doc["relative_gap"] == 0.0
+    moved = doc["per_cg_iteration"]
+    # V out to the tasks and K V back, at least once each on dask's connections
+    assert moved["workers_wrote"] + moved["caller_wrote"] >= 2 * doc["V_bytes"]
+    assert moved["tasks"] == 8 and moved["inputs_sent"] == 0
+    assert "same bits as in process: yes" in capsys.readouterr().out
