@@ -27,7 +27,11 @@ bytes every process (this one, which holds the LocalCluster's scheduler and
 the client, and each worker) wrote on dask's TCP connections during one
 product (``distributed.comm.tcp.TCP.write`` wrapped to count them; each
 message is written once, by its sender). The count includes the client
-and scheduler's messages about the tasks.
+and scheduler's messages about the tasks. By default dask's client sends
+scattered data and fetches results through the scheduler (each travels twice);
+``--direct-to-workers`` measures ``Client(direct_to_workers=True)``.
+
+    python -m bench.bench_distributed --n 20000 --direct-to-workers
 
 The products are checked to give the in-process bits. On a machine with as
 many cores as workers, the cluster case cannot be faster than the in-process
@@ -87,7 +91,7 @@ def _timed(fn, repeats):
     return times
 
 
-def _measure_cluster(products, theta, V, P, Q, repeats, n_workers, gradient):
+def _measure_cluster(products, theta, V, P, Q, repeats, n_workers, gradient, direct):
     """(times of matmat, times of grad_bilinear or None, bytes per product,
     result of matmat, result of grad_bilinear or None) on a LocalCluster."""
     import distributed
@@ -97,7 +101,7 @@ def _measure_cluster(products, theta, V, P, Q, repeats, n_workers, gradient):
 
     with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                   processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client, \
+            distributed.Client(cluster, direct_to_workers=direct) as client, \
             joblib.parallel_config(backend="dask"):
         result = {}
         product_times = _timed(lambda: result.__setitem__("KV", products.matmat(theta, V)),
@@ -130,6 +134,10 @@ def main(argv=None):
     parser.add_argument("--rank", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--direct-to-workers", dest="direct", action="store_true",
+                        help="Client(direct_to_workers=True): the client sends V to and "
+                             "fetches K V from the workers itself, not through the "
+                             "scheduler")
     parser.add_argument("--no-gradient", dest="gradient", action="store_false",
                         help="skip the grad_bilinear pass (t + T + k columns)")
     parser.add_argument("--out", type=Path,
@@ -159,7 +167,8 @@ def main(argv=None):
 
     products = WorkerProducts(covariance)
     cluster_times, cluster_grad_times, moved, KV, grad = _measure_cluster(
-        products, theta, V, P, Q, args.repeats, args.workers, args.gradient)
+        products, theta, V, P, Q, args.repeats, args.workers, args.gradient,
+        args.direct)
     same_bits = bool(np.array_equal(KV, local["KV"])
                      and (grad is None or np.array_equal(grad, local["grad"])))
     rel_gap = float(np.max(np.abs(KV - local["KV"])) / np.max(np.abs(local["KV"])))
@@ -176,7 +185,8 @@ def main(argv=None):
                  ["grad_bilinear, cluster", f"{cg:.3f}", f"{cg / lg:.2f}", "-", "-"]]
     print(__doc__.splitlines()[0])
     print(f"N = {problem.n} ({args.problem}), t = {t} columns per CG product, "
-          f"{c} in the gradient pass; {args.workers} dask workers (1 thread each); "
+          f"{c} in the gradient pass; {args.workers} dask workers (1 thread each"
+          f"{', direct_to_workers' if args.direct else ''}); "
           f"{products.block_rows} rows per task ({moved['tasks']} tasks per product); "
           f"{args.repeats} timed call(s)")
     print(format_table(["case", "median (s)", "x in process",
@@ -188,7 +198,8 @@ def main(argv=None):
           f"{'yes' if same_bits else 'NO'} (largest relative gap {rel_gap:.1e})")
     write_json(args.out, dict(
         environment=environment(), n=problem.n, problem=args.problem, t=t,
-        gradient_columns=c, workers=args.workers, block_rows=products.block_rows,
+        gradient_columns=c, workers=args.workers, direct_to_workers=args.direct,
+        block_rows=products.block_rows,
         repeats=args.repeats, local_s=local_times, cluster_s=cluster_times,
         local_grad_s=local_grad_times, cluster_grad_s=cluster_grad_times,
         per_cg_iteration=moved, V_bytes=V.nbytes, same_bits=same_bits,
