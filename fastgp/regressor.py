@@ -21,7 +21,6 @@ from sklearn.utils.validation import validate_data
 from ._engine.threads import threads_for
 from ._user_warnings import warn_user
 from .covariance import make_covariance
-from .distributed_products import for_fit
 from .fitting import (
     FactorMessages,
     IterationReport,
@@ -571,7 +570,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         if (system is None or not np.array_equal(system.theta, theta)
                 or not np.array_equal(system.diag_add, diag_add)
                 or system.options != self._solver_options()):
-            covariance = for_fit(make_covariance(self.kernel_, self.X_train_, warn=False))
+            covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
             system = KernelSystem(covariance, theta, diag_add, self._solver_options())
             self._kernel_system = system
         return system
