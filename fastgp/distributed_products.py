@@ -142,12 +142,21 @@ def _run_block(token, covariance, X, method, *args):
     ``covariance`` comes without its X (``X`` is a separate argument, which
     joblib's dask backend scatters once per call)."""
     if covariance is not None:
-        covariance.X = X
+        covariance.X = _writeable(X)
     held = _covariance_for(token, covariance)
     if held is None:
         return None
     with threads_for(held.X.shape[0]) as governor:
-        return governor.evaluate(getattr(held, method), *args)
+        return governor.evaluate(getattr(held, method),
+                                 *[_writeable(a) if isinstance(a, np.ndarray) else a
+                                   for a in args])
+
+
+def _writeable(a):
+    """``a`` as the compiled passes were compiled for: a received array may
+    be read-only (a buffer from the network), which Numba would compile
+    again for (fastgp.covariance, ``_kernel_input``); copied only then."""
+    return np.require(a, requirements=["C_CONTIGUOUS", "WRITEABLE"])
 
 
 # --------------------------------------------------------------- caller side
