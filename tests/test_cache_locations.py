@@ -116,8 +116,7 @@ def test_cache_precompile_fills_the_in_tree_cache_and_says_where(precompiled):
     assert f"cache: {sandbox.in_tree}\n" in proc.stdout
     assert "fastgp.precompile:" in proc.stdout and " s\n" in proc.stdout
     written = sandbox.cache_files(sandbox.in_tree)
-    entry_points = ("passes.fill_cov_lower-", "passes.grad_trace_lower-",
-                    "passes.fill_cross_cov-", "latent_passes.grad_latent_lower-",
+    entry_points = ("passes.covariance_pass-", "latent_passes.grad_latent_lower-",
                     "latent_passes.grad_cross_weighted-", "latent_passes.diag_with_dx-")
     for prefix in entry_points:
         assert any(name.startswith(prefix) and name.endswith(".nbi") for name in written), prefix

@@ -16,8 +16,7 @@ def test_cache_stamp_is_shared_by_all_routines():
     from fastgp._engine import config, interpreter, passes
 
     stamp = config.jitted_sources_digest()
-    for dispatcher in (passes.fill_cov_lower, passes.grad_trace_lower,
-                       interpreter.eval_tile):
+    for dispatcher in (passes.covariance_pass, interpreter.eval_tile):
         assert dispatcher._cache.writable._impl.locator.get_source_stamp() == stamp
 
 
@@ -60,13 +59,13 @@ def test_editing_a_callee_module_invalidates_cached_callers(tmp_path, location):
     where = _cached_where(sandbox, location)
     written = sandbox.cache_files(where)
     assert any(name.endswith(".nbi") for name in written), written
-    assert any(Path(name).name.startswith("passes.fill_cov_lower-") for name in written)
+    assert any(Path(name).name.startswith("passes.covariance_pass-") for name in written)
     assert len(sandbox.cache_files()) == len(written)  # nowhere else
     assert run() == pytest.approx(np.exp(-0.5), rel=1e-15)  # loads
     assert sandbox.cache_files(where) == written
 
     vexp = sandbox.engine / "vector_math.py"
-    # make exp return 2 exp(x): a cached fill_cov_lower would still give exp(x)
+    # make exp return 2 exp(x): a cached covariance_pass would still give exp(x)
     source = vexp.read_text()
     assert "    return x\n" in source
     vexp.write_text(source.replace("    return x\n",

@@ -36,7 +36,91 @@ def column_blocks(n):
     return np.maximum.accumulate(bounds)
 
 
+#: What :func:`covariance_pass` computes (a runtime argument: one compiled
+#: pass serves all three, so the interpreter is compiled and optimised into
+#: one parallel routine, not three; docs/design.md, "Numba's cache").
+FILL, GRAD_TRACE, CROSS = 0, 1, 2
+
+
 @parallel_jit
+def covariance_pass(kind, X, X2, ops, op_float, params, theta_of_param, stack_depth,
+                    n_theta, diag_add, M, A, bounds, partial_out):
+    """The passes over a covariance matrix, chosen by ``kind``; each prange
+    iteration b owns the columns [bounds[b], bounds[b + 1]) of its output (or
+    row b of ``partial_out``), so no two iterations write the same memory.
+
+    - FILL: M[i, j] = k(X[i], X[j]) for i >= j, plus diag_add[j] on the
+      diagonal; M's strict upper triangle is not touched (``X2``, ``A``,
+      ``partial_out`` unused; ``bounds`` from :func:`column_blocks`).
+    - GRAD_TRACE: the fused gradient pass: partial_out[b, p] = sum over the
+      lower-triangle entries (i, j) of block b of c_ij W_ij dK_ij/dtheta_p,
+      with W = T K^-1 - A A^T (T = A.shape[1]) and c_ij = 2 off the
+      diagonal, 1 on it; so dL/dtheta = 0.5 * partial_out.sum(0) for the
+      negative log marginal likelihood L (Rasmussen & Williams 2006,
+      eq. 5.9). The lower triangle of M holds K^-1 (read only). W and dK
+      are never stored: dK is recomputed tile by tile from X.
+    - CROSS: M[i, c] = k(X[i], X2[c]) for every training row i and query c
+      in the blocks of ``bounds`` (no WhiteKernel term: the points are
+      distinct draws, as in scikit-learn's k(X, Y)).
+
+    X (n, d), X2 (m, d) float64 C-contiguous; ops ... stack_depth: the
+    KernelProgram arrays, params (n_params,) natural scale; n_theta: free
+    hyperparameters (GRAD_TRACE); diag_add (n,) float64; M (n, n) or (n, m)
+    float64 F-contiguous; A (n, T) float64 C-contiguous; bounds int64;
+    partial_out (n_blocks, n_theta) float64 C-contiguous, overwritten
+    (GRAD_TRACE).
+    """
+    n = X.shape[0]
+    # a typed, not literal, mode: see .interpreter
+    mode = np.int64(D_THETA) if kind == GRAD_TRACE else np.int64(VALUES)
+    n_rows = n_theta if kind == GRAD_TRACE else 0
+    At = np.ascontiguousarray(A.T)  # (T, n): row q's entries i0 .. i0+m are contiguous
+    no_diagonal = np.int64(-1)
+    for b in prange(bounds.size - 1):
+        V, G, D1, D2, Wk = allocate_scratch(stack_depth, n_rows, 0)
+        if kind == CROSS:
+            for c in range(bounds[b], bounds[b + 1]):
+                for i0 in range(0, n, TILE):
+                    m = min(TILE, n - i0)
+                    eval_tile(X, i0, m, X2, c, no_diagonal, ops, op_float, params,
+                              theta_of_param, mode, V, G, D1, D2, Wk)
+                    for t in range(m):
+                        M[i0 + t, c] = V[0, t]
+        else:
+            # acc[p, t]: this block's running sum of w dK/dtheta_p over the
+            # entries at offset t of their tile; summed over t once, at the
+            # end, so that the inner loops are elementwise and vectorise.
+            acc = np.zeros((n_rows, TILE))
+            w = np.empty(TILE)
+            for j in range(bounds[b], bounds[b + 1]):
+                for i0 in range(j, n, TILE):
+                    m = eval_lower_tile(X, i0, j, ops, op_float, params,
+                                        theta_of_param, mode, V, G, D1, D2, Wk)
+                    if kind == FILL:
+                        for t in range(m):
+                            M[i0 + t, j] = V[0, t]
+                    else:
+                        _weights(M, At, A, i0, m, j, w)
+                        if i0 == j:
+                            w[0] *= 0.5
+                        for p in range(n_rows):
+                            for t in range(m):
+                                acc[p, t] += w[t] * G[p, t]
+                if kind == FILL:
+                    M[j, j] += diag_add[j]
+            for p in range(n_rows):
+                s = 0.0
+                for t in range(TILE):
+                    s += acc[p, t]
+                partial_out[b, p] = s
+
+
+# The passes by name: every one runs covariance_pass, with placeholders of the
+# right types for the arguments its kind does not read.
+_NO_VECTOR = np.zeros(1)
+_NO_MATRIX = np.zeros((1, 1))
+
+
 def fill_cov_lower(X, ops, op_float, params, theta_of_param, stack_depth,
                    diag_add, bounds, K_out):
     """Write tril(k(X, X)) + diag(diag_add) into K_out; the strict upper
@@ -46,60 +130,36 @@ def fill_cov_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     ops ...  the KernelProgram arrays; params (n_params,) natural scale
     bounds   (n_blocks + 1,) int64 from column_blocks(n)
     K_out    (n, n) float64 F-contiguous, overwritten (lower triangle)
-    Each prange iteration owns the columns of one block: no write races.
     """
-    n = X.shape[0]
-    values = np.int64(VALUES)  # a typed, not literal, mode: see .interpreter
-    for b in prange(bounds.size - 1):
-        V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
-        for j in range(bounds[b], bounds[b + 1]):
-            for i0 in range(j, n, TILE):
-                m = eval_lower_tile(X, i0, j, ops, op_float, params,
-                                    theta_of_param, values, V, G, D1, D2, Wk)
-                for t in range(m):
-                    K_out[i0 + t, j] = V[0, t]
-            K_out[j, j] += diag_add[j]
+    # a writeable copy of a read-only diag_add (a broadcast alpha): read-only
+    # is another Numba type, which would compile the pass a second time
+    diag_add = np.require(diag_add, np.float64, ["C", "W"])
+    covariance_pass(FILL, X, X, ops, op_float, params, theta_of_param, stack_depth,
+                    0, diag_add, K_out, _NO_MATRIX, bounds, _NO_MATRIX)
 
 
-@parallel_jit
 def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
                      n_theta, Kinv, A, bounds, partial_out):
-    """Fused gradient pass: partial_out[b, p] = sum over the lower-triangle
-    entries (i, j) of block b of c_ij W_ij dK_ij/dtheta_p, with
-    W = T K^-1 - A A^T (T = A.shape[1]) and c_ij = 2 off the diagonal, 1 on
-    it; so dL/dtheta = 0.5 * partial_out.sum(0) for the negative log marginal
-    likelihood L (Rasmussen & Williams 2006, eq. 5.9). W and dK are never
-    stored: dK is recomputed tile by tile from X.
+    """The fused gradient pass (:func:`covariance_pass`, GRAD_TRACE).
 
     Kinv     (n, n) float64 F-contiguous, lower triangle holds K^-1 (read only)
     A        (n, T) float64 C-contiguous: K^-1 Y
     partial_out (n_blocks, n_theta) float64, overwritten; row b by iteration b.
     """
-    n = X.shape[0]
-    mode = np.int64(D_THETA)  # a typed, not literal, mode: see .interpreter
-    At = np.ascontiguousarray(A.T)  # (T, n): row q's entries i0 .. i0+m are contiguous
-    for b in prange(bounds.size - 1):
-        V, G, D1, D2, Wk = allocate_scratch(stack_depth, n_theta, 0)
-        # acc[p, t]: this block's running sum of w dK/dtheta_p over the
-        # entries at offset t of their tile; summed over t once, at the end,
-        # so that the inner loops are elementwise and vectorise.
-        acc = np.zeros((n_theta, TILE))
-        w = np.empty(TILE)
-        for j in range(bounds[b], bounds[b + 1]):
-            for i0 in range(j, n, TILE):
-                m = eval_lower_tile(X, i0, j, ops, op_float, params,
-                                    theta_of_param, mode, V, G, D1, D2, Wk)
-                _weights(Kinv, At, A, i0, m, j, w)
-                if i0 == j:
-                    w[0] *= 0.5
-                for p in range(n_theta):
-                    for t in range(m):
-                        acc[p, t] += w[t] * G[p, t]
-        for p in range(n_theta):
-            s = 0.0
-            for t in range(TILE):
-                s += acc[p, t]
-            partial_out[b, p] = s
+    covariance_pass(GRAD_TRACE, X, X, ops, op_float, params, theta_of_param,
+                    stack_depth, n_theta, _NO_VECTOR, Kinv, A, bounds, partial_out)
+
+
+def fill_cross_cov(X_train, X_query, ops, op_float, params, theta_of_param,
+                   stack_depth, K_out):
+    """K_out[i, c] = k(X_train[i], X_query[c]) (no WhiteKernel term).
+
+    X_train (n, d), X_query (m, d) float64 C-contiguous
+    K_out   (n, m) float64 F-contiguous, overwritten; column c by iteration c.
+    """
+    bounds = np.arange(X_query.shape[0] + 1, dtype=np.int64)
+    covariance_pass(CROSS, X_train, X_query, ops, op_float, params, theta_of_param,
+                    stack_depth, 0, _NO_VECTOR, K_out, _NO_MATRIX, bounds, _NO_MATRIX)
 
 
 @jit(_nrt=False)
@@ -118,26 +178,3 @@ def _weights(Kinv, At, A, i0, m, j, w):
             w[t] += At[q, i0 + t] * a
     for t in range(m):
         w[t] = 2.0 * (T * Kinv[i0 + t, j] - w[t])
-
-
-@parallel_jit
-def fill_cross_cov(X_train, X_query, ops, op_float, params, theta_of_param,
-                   stack_depth, K_out):
-    """K_out[i, c] = k(X_train[i], X_query[c]) (no WhiteKernel term: the
-    points are distinct draws, as in scikit-learn's k(X, Y)).
-
-    X_train (n, d), X_query (m, d) float64 C-contiguous
-    K_out   (n, m) float64 F-contiguous, overwritten; column c by iteration c.
-    """
-    n = X_train.shape[0]
-    values = np.int64(VALUES)  # typed, not literal: see .interpreter
-    no_diagonal = np.int64(-1)
-    for c in prange(X_query.shape[0]):
-        j = np.int64(c)  # prange's index is unsigned: keep one eval_tile type
-        V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
-        for i0 in range(0, n, TILE):
-            m = min(TILE, n - i0)
-            eval_tile(X_train, i0, m, X_query, j, no_diagonal, ops, op_float,
-                      params, theta_of_param, values, V, G, D1, D2, Wk)
-            for t in range(m):
-                K_out[i0 + t, c] = V[0, t]
