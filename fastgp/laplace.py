@@ -14,10 +14,15 @@ The buffer plan for one evaluation at theta:
 1. K is filled once (lower triangle, the backend's pass) and mirrored into
    the strict upper triangle, its diagonal kept as a vector. K does not
    change during Newton's iterations, so the strict upper triangle keeps it
-   for every product by K (:func:`symmetric_product`, level-2 BLAS over the
-   stored triangle): no kernel is recomputed and no second N x N is made.
+   for every product by K (:func:`fastgp.linalg.symmetric_matvec`, one
+   dsymv over the stored triangle): no kernel is recomputed and no second
+   N x N is made.
 2. Each Newton step (Alg. 3.1 lines 4-8) writes B = I + W^1/2 K W^1/2 into
-   the lower triangle from the upper one and factors it in place.
+   the lower triangle from the upper one and factors it in place. From
+   :data:`FLOAT32_MIN_N` points on, the early steps write and factor B in
+   float32 instead, in a float32 view that lies inside the lower triangle
+   (:func:`fastgp.linalg.float32_lower_view`), and the last three (at
+   least) in float64 (:meth:`LaplaceObjective.newton`).
 3. The gradient (Alg. 5.1): dpotri in place turns the lower triangle into
    B^-1; diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W; one product by K from
    the upper triangle; the lower triangle is scaled to
@@ -53,7 +58,7 @@ from .linalg import (
 from .predictive import chunk_rows
 
 __all__ = ["LaplaceObjective", "LaplaceMode", "latent_moments",
-           "positive_class_probability", "symmetric_product", "NEWTON_TOL",
+           "positive_class_probability", "NEWTON_TOL",
            "FLOAT32_MIN_N", "FLOAT32_SWITCH", "FLOAT32_RESERVE"]
 
 #: Newton's iterations stop when the approximate log marginal likelihood rises
@@ -102,42 +107,15 @@ def mirror_lower_to_upper(B):
         D[upper] = D.T[upper]
 
 
-def symmetric_product(B, V, lower, diag=None):
-    """S @ V for the symmetric S whose off-diagonal entries are stored in the
-    strict lower (``lower=True``) or strict upper triangle of ``B`` (n, n),
-    and whose diagonal is ``diag`` (n,) (None: B's own diagonal). The other
-    triangle is not read. V: (n,) or (n, t) float64; the result has V's
-    shape. Column blocks of level-2/3 BLAS (through NumPy's matmul), no
-    N x N temporary."""
-    n = B.shape[0]
-    d = np.diagonal(B) if diag is None else diag
-    V2 = V.reshape(n, -1)
-    out = d[:, None] * V2
-    for j0, j1 in _blocks(n):
-        D = B[j0:j1, j0:j1]
-        if lower:
-            T = np.tril(D, -1)
-            rect = B[j1:, j0:j1]  # S[j1:, j0:j1]
-            out[j1:] += rect @ V2[j0:j1]
-            out[j0:j1] += rect.T @ V2[j1:]
-        else:
-            T = np.triu(D, 1)
-            rect = B[j0:j1, j1:]  # S[j0:j1, j1:]
-            out[j0:j1] += rect @ V2[j1:]
-            out[j1:] += rect.T @ V2[j0:j1]
-        out[j0:j1] += T @ V2[j0:j1] + T.T @ V2[j0:j1]
-    return out.reshape(V.shape)
-
-
 def fill_B_from_upper(B, s, kdiag, jitter=0.0):
     """Write the lower triangle of I (1 + jitter) + diag(s) K diag(s) into
     ``B``, reading K's off-diagonal entries from B's strict upper triangle
     (left as it is) and its diagonal from ``kdiag`` (Alg. 3.1 line 5)."""
     n = B.shape[0]
     for j0, j1 in _blocks(n):
-        below = B[j0:j1, j1:].T * s[j1:, None]  # K[j1:, j0:j1] scaled by rows
+        below = B[j1:, j0:j1]  # K[j1:, j0:j1] scaled by rows, then by columns
+        np.multiply(B[j0:j1, j1:].T, s[j1:, None], out=below)
         below *= s[j0:j1]
-        B[j1:, j0:j1] = below
         D = B[j0:j1, j0:j1]
         rows, cols = np.tril_indices(j1 - j0, -1)
         D[rows, cols] = D[cols, rows] * s[j0 + rows] * s[j0 + cols]
@@ -149,14 +127,15 @@ def fill_B32_from_upper(B, B32, s, kdiag):
     """Write the lower triangle of I + diag(s) K diag(s) into ``B32``, the
     float32 view :func:`fastgp.linalg.float32_lower_view` of ``B``'s lower
     triangle, reading K's off-diagonal entries from B's strict upper
-    triangle (left as it is) and its diagonal from ``kdiag``; the float64
-    products are rounded to float32 once. Only B32's lower triangle is
-    written (its upper triangle overlaps K)."""
+    triangle (left as it is) and its diagonal from ``kdiag``. Only B32's
+    lower triangle is written (its upper triangle overlaps K). The entries'
+    relative error is a few float32 roundings (below 3e-7)."""
     n = B.shape[0]
+    s32 = s.astype(np.float32)
     for j0, j1 in _blocks(n):
-        below = B[j0:j1, j1:].T * s[j1:, None]
-        below *= s[j0:j1]
-        B32[j1:, j0:j1] = below
+        below = B32[j1:, j0:j1]  # rows scaled in float64, columns in float32
+        np.multiply(B[j0:j1, j1:].T, s[j1:, None], out=below, casting="same_kind")
+        below *= s32[j0:j1]
         D = B[j0:j1, j0:j1]
         D32 = B32[j0:j1, j0:j1]
         rows, cols = np.tril_indices(j1 - j0, -1)
@@ -316,6 +295,7 @@ class LaplaceObjective:
         n_iter = n_single = 0
         restart = False  # the first float64 iteration's value is not kept
         for n_iter in range(1, self.max_iter + 1):
+            f_start = f
             pi = expit(f)                                   # line 4
             W = pi * (1.0 - pi)
             s = np.sqrt(W)
@@ -341,6 +321,8 @@ class LaplaceObjective:
                     previous = value
                 else:
                     single, previous, restart = False, -math.inf, True
+                    if not math.isfinite(value):  # float64 redoes this step
+                        f = f_start
                 continue
             if not math.isfinite(value):
                 previous = value
