@@ -35,9 +35,7 @@ import os
 import sys
 import time
 
-import numpy as np
 import scipy.optimize
-from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 
 from fastgp import GaussianProcessRegressor

@@ -26,14 +26,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._user_warnings import warn_user
 from .covariance import make_covariance
-from .fitting import (
-    FactorMessages,
-    Workspace,
-    evaluate_on_idle_cores,
-    fit_objective,
-    kernel_not_finite,
-    run_fit,
-)
+from .fitting import FactorMessages, Workspace, check_evaluation_memory
+from .fitting import evaluate_on_idle_cores, fit_objective, kernel_not_finite
+from .fitting import likelihood_request, run_fit
 from .laplace import LaplaceObjective, latent_moments, positive_class_probability
 from .lowering import lower_kernel
 from .memory import check_memory, laplace_fit_bytes
@@ -43,7 +38,6 @@ from .validation import (
     StrOptions,
     check_finite_result,
     check_kernel_hyperparameters,
-    kernel_for_likelihood,
 )
 
 __all__ = ["GaussianProcessClassifier"]
@@ -244,18 +238,16 @@ class _BinaryLaplaceClassifier(BaseEstimator):
         ``eval_gradient``, its gradient (Alg. 5.1). ``-inf`` (and a zero
         gradient) where B is not positive definite. Each call allocates its
         own N x N buffer and leaves ``L_`` untouched."""
-        at_theta = kernel_for_likelihood(self.kernel_, theta, eval_gradient, clone_kernel)
-        if at_theta is None:
+        request = likelihood_request(self, theta, eval_gradient, clone_kernel)
+        if request is None:
             return self.log_marginal_likelihood_value_
-        kernel, theta = at_theta
-        covariance = make_covariance(kernel, self.X_train_, warn=False)
+        kernel, theta, covariance = request
         n_samples = len(self.y_train_)
         n_features = np.shape(self.X_train_)[1] if np.ndim(self.X_train_) == 2 else 1
-        check_memory(
+        check_evaluation_memory(
             laplace_fit_bytes([n_samples], n_features, kernel.n_dims,
                               fast=covariance.is_fast or not eval_gradient),
-            n_samples=n_samples, operation="log_marginal_likelihood(theta)",
-            remedies=["evaluate it on fewer samples", "use a machine with more memory"])
+            n_samples)
         objective = LaplaceObjective(covariance, self.y_train_, Workspace(n_samples),
                                      max_iter=self.max_iter_predict,
                                      warm_start=self.warm_start,
@@ -382,15 +374,12 @@ class GaussianProcessClassifier(_SklearnGPC):
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
                  random_state=None, multi_class="one_vs_rest", n_jobs=None):
-        self.kernel = kernel
-        self.optimizer = optimizer
-        self.n_restarts_optimizer = n_restarts_optimizer
-        self.max_iter_predict = max_iter_predict
-        self.warm_start = warm_start
-        self.copy_X_train = copy_X_train
-        self.random_state = random_state
-        self.multi_class = multi_class
-        self.n_jobs = n_jobs
+        # scikit-learn's constructor stores each argument under its own name
+        super().__init__(
+            kernel, optimizer=optimizer, n_restarts_optimizer=n_restarts_optimizer,
+            max_iter_predict=max_iter_predict, warm_start=warm_start,
+            copy_X_train=copy_X_train, random_state=random_state,
+            multi_class=multi_class, n_jobs=n_jobs)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

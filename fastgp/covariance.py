@@ -177,18 +177,43 @@ class FastCovariance:
         kernel object's ``diag``: O(m), nothing to gain from a pass)."""
         return _kernel_at(self.kernel, theta).diag(X_query)
 
-    def _product(self, theta, X_query, on_diagonal, n_theta, V):
+    def _product(self, theta, X_query, on_diagonal, n_theta, V, row_offset=0):
         """The product pass: ``out[p] = k(X, X_query)^T V`` (n_theta = 0,
-        p = 0) or ``dk/dtheta_p (X, X_query)^T V``; out (max(n_theta, 1), m, t)."""
+        p = 0) or ``dk/dtheta_p (X, X_query)^T V``; out (max(n_theta, 1), m, t).
+        on_diagonal: X_query is X[row_offset:row_offset + m]."""
         p = self.program
         V2 = _vector_block(V, self.X.shape[0])
         out = np.empty((max(n_theta, 1), X_query.shape[0], V2.shape[1]))
         with PARALLEL_LOCK:
-            product_jitted.kernel_matmat(self.X, X_query, on_diagonal, p.ops,
-                                         p.op_float, p.params(theta),
+            product_jitted.kernel_matmat(self.X, X_query, on_diagonal, row_offset,
+                                         p.ops, p.op_float, p.params(theta),
                                          p.theta_of_param, p.stack_depth,
                                          n_theta, V2, out)
         return out
+
+    def rows_product(self, theta, start, stop, n_theta, V):
+        """Rows [start, stop) of K V (n_theta = 0; (1, stop - start, t), the
+        white noise on the diagonal included, no diag_add) or of dK/dtheta_p V
+        for every p ((n_theta, stop - start, t)); V (n, t). The same bits as
+        those rows of ``matmat`` and ``dmatmat``: each output row is one pass
+        iteration's, in a fixed order (docs/design.md, "Products on a
+        cluster")."""
+        return self._product(theta, self.X[start:stop], True, n_theta, V, row_offset=start)
+
+    def bilinear_partials(self, theta, P, Q, first, last):
+        """The partial sums of ``grad_bilinear`` over the column blocks
+        [first, last) of ``self.bounds``: (last - first, n_theta), one row per
+        block; ``grad_bilinear`` is the sum of all blocks' rows in block order.
+        P, Q (n, t)."""
+        pr = self.program
+        n = self.X.shape[0]
+        partial = np.empty((last - first, pr.n_theta))
+        with PARALLEL_LOCK:
+            product_jitted.grad_bilinear_lower(
+                self.X, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
+                pr.stack_depth, pr.n_theta, _vector_block(P, n),
+                _vector_block(Q, n), self.bounds[first:last + 1], partial)
+        return partial
 
     def matmat(self, theta, V, diag_add=None):
         """(K + diag(diag_add)) V, K = k(X, X) with the white-noise diagonal
@@ -205,15 +230,7 @@ class FastCovariance:
     def grad_bilinear(self, theta, P, Q):
         """tr(P^T dK/dtheta_p Q) = sum_q P[:, q]^T dK_p Q[:, q] for every p,
         (n_theta,); P, Q (n, t). One pass over the lower triangle."""
-        pr = self.program
-        n = self.X.shape[0]
-        partial = np.empty((self.bounds.size - 1, pr.n_theta))
-        with PARALLEL_LOCK:
-            product_jitted.grad_bilinear_lower(
-                self.X, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
-                pr.stack_depth, pr.n_theta, _vector_block(P, n),
-                _vector_block(Q, n), self.bounds, partial)
-        return partial.sum(axis=0)
+        return self.bilinear_partials(theta, P, Q, 0, self.bounds.size - 1).sum(axis=0)
 
     def cross_matmat(self, theta, X_query, V):
         """k(X_query, X) V (m, t), or (m,) for a vector V (n,); no white

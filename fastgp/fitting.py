@@ -29,7 +29,9 @@ this module owns the rest, in the order a fit runs it (:func:`fit_objective`):
    point so far is published, a fitted and usable estimator, and then the
    KeyboardInterrupt propagates, so loops and cross-validation stop.
 
-It also owns :class:`IterationReport`, the progress lines of a verbose fit.
+It also owns :class:`IterationReport`, the progress lines of a verbose fit,
+and what a fitted estimator's ``log_marginal_likelihood(theta)`` does before
+it evaluates (:func:`likelihood_request`, :func:`check_evaluation_memory`).
 """
 
 import contextlib
@@ -41,9 +43,11 @@ import numpy as np
 
 from ._engine.threads import threads_for
 from ._user_warnings import warn_user
+from .covariance import make_covariance
 from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
 from .memory import check_memory
 from .memory_budget import check_could_fit, reserve
+from .validation import kernel_for_likelihood
 
 __all__ = [
     "Workspace",
@@ -57,6 +61,8 @@ __all__ = [
     "publish",
     "run_fit",
     "evaluate_on_idle_cores",
+    "likelihood_request",
+    "check_evaluation_memory",
 ]
 
 
@@ -351,3 +357,27 @@ def evaluate_on_idle_cores(n_samples, function, *args):
     that LAPACK's threads do not wait for time slices on a busy machine."""
     with threads_for(n_samples) as governor:
         return governor.evaluate(function, *args)
+
+
+def likelihood_request(estimator, theta, eval_gradient, clone_kernel):
+    """What a fitted estimator's ``log_marginal_likelihood(theta,
+    eval_gradient, clone_kernel)`` evaluates, by scikit-learn's contract.
+
+    Returns None where ``theta`` is None (the caller returns its fitted
+    value), else ``(kernel, theta, covariance)``: the kernel at ``theta``
+    (:func:`fastgp.validation.kernel_for_likelihood`), ``theta`` as float64
+    and the covariance backend over the estimator's ``X_train_``.
+    """
+    at_theta = kernel_for_likelihood(estimator.kernel_, theta, eval_gradient, clone_kernel)
+    if at_theta is None:
+        return None
+    kernel, theta = at_theta
+    return kernel, theta, make_covariance(kernel, estimator.X_train_, warn=False)
+
+
+def check_evaluation_memory(needed_bytes, n_samples):
+    """The memory check of one ``log_marginal_likelihood(theta)``
+    (:func:`fastgp.memory.check_memory`, with its remedies)."""
+    check_memory(needed_bytes, n_samples=n_samples,
+                 operation="log_marginal_likelihood(theta)",
+                 remedies=["evaluate it on fewer samples", "use a machine with more memory"])

@@ -26,14 +26,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine.threads import threads_for
 from .covariance import make_covariance
-from .fitting import (
-    FactorMessages,
-    IterationReport,
-    Workspace,
-    fit_objective,
-    kernel_not_finite,
-    run_fit,
-)
+from .fitting import FactorMessages, IterationReport, Workspace
+from .fitting import fit_objective, kernel_not_finite, run_fit
 from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from .memory import gplvm_fit_bytes
 from .optimize import minimize_rows, minimize_theta

@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from .distributed_products import for_fit
 from .kernel_diagonal import diagonal_gradient
 from .kernel_system import KernelSystem
 from .krylov import lanczos_quadrature
@@ -60,7 +61,11 @@ class IterativeNegLogMarginalLikelihood:
     Parameters
     ----------
     covariance : FastCovariance
-        Backend with ``matmat``, ``grad_bilinear``, ``cross``, ``diag``.
+        Backend with ``matmat``, ``grad_bilinear``, ``cross``, ``diag``; on
+        the fast path it is wrapped once here
+        (:func:`fastgp.distributed_products.for_fit`), so that its products
+        run on joblib's workers while a cluster backend is active, with the
+        training inputs sent once for the objective's life.
     Y : ndarray (n_samples, n_targets)
         Targets (normalised if the estimator normalises).
     diag_add : ndarray (n_samples,)
@@ -90,7 +95,7 @@ class IterativeNegLogMarginalLikelihood:
     """
 
     def __init__(self, covariance, Y, diag_add, options, seed, verbose=False):
-        self.covariance = covariance
+        self.covariance = for_fit(covariance)
         self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
         self.diag_add = np.ascontiguousarray(
             np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (len(self.Y),)))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .distributed_products import for_fit
 from .krylov import batched_cg
 from .preconditioner import build_preconditioner
 
@@ -39,14 +40,17 @@ class KernelSystem:
     Parameters
     ----------
     covariance : FastCovariance
-        Backend over the training inputs (``matmat``, ``cross``, ``diag``).
+        Backend over the training inputs (``matmat``, ``cross``, ``diag``);
+        on the fast path it is wrapped for joblib's workers
+        (:func:`fastgp.distributed_products.for_fit`) unless it already is
+        (the objective wraps it once per fit, so that its inputs travel once).
     theta : ndarray (n_theta,) log-space hyperparameters
     diag_add : ndarray (n,) float64, the estimator's alpha
     options : SolverOptions
     """
 
     def __init__(self, covariance, theta, diag_add, options):
-        self.covariance = covariance
+        self.covariance = for_fit(covariance)
         self.theta = np.asarray(theta, dtype=np.float64)
         self.diag_add = diag_add
         self.options = options

@@ -54,6 +54,13 @@ def _format(value):
     return f"{float(np.squeeze(value)):.3g}"
 
 
+def _scalar_or_vector_hyperparameter(name, value, bounds):
+    """A ``Hyperparameter`` with one entry, or one per dimension for a vector."""
+    if _is_vector(value):
+        return Hyperparameter(name, "numeric", bounds, len(value))
+    return Hyperparameter(name, "numeric", bounds)
+
+
 def _qualified_name(cls):
     """``module.Class``: these kernels share their names with scikit-learn's,
     so a printed kernel (a fitted ``kernel_``, a message) says which one is in
@@ -75,7 +82,40 @@ def _check_inputs(X, Y, eval_gradient):
     return X, np.atleast_2d(Y)
 
 
-class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
+class _PerDimensionKernel(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
+    """What the kernels below share: a length scale per input dimension,
+    scikit-learn's ``__call__`` contract, and a NumPy reference evaluation
+    (``_evaluate``) that each kernel writes once."""
+
+    @property
+    def hyperparameter_length_scale(self):
+        return _scalar_or_vector_hyperparameter("length_scale", self.length_scale,
+                                                self.length_scale_bounds)
+
+    def __call__(self, X, Y=None, eval_gradient=False):
+        """Return k(X, Y) and, if ``eval_gradient``, its gradient.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples_X, n_features)
+        Y : ndarray of shape (n_samples_Y, n_features), default=None
+            None means k(X, X).
+        eval_gradient : bool, default=False
+            Also return the gradient with respect to the log-hyperparameters
+            (only when Y is None).
+
+        Returns
+        -------
+        K : ndarray of shape (n_samples_X, n_samples_Y)
+        K_gradient : ndarray of shape (n_samples_X, n_samples_X, n_dims), optional
+            In ``theta`` order (the class's Notes); fixed hyperparameters have
+            no column.
+        """
+        X, Y = _check_inputs(X, Y, eval_gradient)
+        return self._evaluate(X, Y, eval_gradient)
+
+
+class RationalQuadratic(_PerDimensionKernel):
     r"""Rational quadratic kernel with one length scale per dimension (ARD).
 
     .. math::
@@ -134,37 +174,13 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
     def anisotropic(self):
         return _is_vector(self.length_scale)
 
-    @property
-    def hyperparameter_length_scale(self):
-        if self.anisotropic:
-            return Hyperparameter("length_scale", "numeric", self.length_scale_bounds,
-                                  len(self.length_scale))
-        return Hyperparameter("length_scale", "numeric", self.length_scale_bounds)
 
     @property
     def hyperparameter_alpha(self):
         return Hyperparameter("alpha", "numeric", self.alpha_bounds)
 
-    def __call__(self, X, Y=None, eval_gradient=False):
-        """Return k(X, Y) and, if ``eval_gradient``, its gradient.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples_X, n_features)
-        Y : ndarray of shape (n_samples_Y, n_features), default=None
-            None means k(X, X).
-        eval_gradient : bool, default=False
-            Also return the gradient with respect to the log-hyperparameters
-            (only when Y is None).
-
-        Returns
-        -------
-        K : ndarray of shape (n_samples_X, n_samples_Y)
-        K_gradient : ndarray of shape (n_samples_X, n_samples_X, n_dims), optional
-            In ``theta`` order: alpha, then the length scale(s); fixed
-            hyperparameters have no column.
-        """
-        X, Y = _check_inputs(X, Y, eval_gradient)
+    def _evaluate(self, X, Y, eval_gradient):
+        """K (n_X, n_Y) and, with ``eval_gradient``, K_gradient (n_X, n_X, n_dims)."""
         length_scale = _per_dimension(self.length_scale, X.shape[1], "length_scale")
         alpha = float(self.alpha)
         D = (_pairwise_differences(X, Y) / length_scale) ** 2  # (n_X, n_Y, d)
@@ -186,7 +202,7 @@ class RationalQuadratic(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
                 f"length_scale={_format(self.length_scale)})")
 
 
-class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
+class ExpSineSquared(_PerDimensionKernel):
     r"""Periodic (exp-sine-squared) kernel with a length scale and period per axis.
 
     .. math::
@@ -254,39 +270,12 @@ class ExpSineSquared(StationaryKernelMixin, NormalizedKernelMixin, Kernel):
         return _is_vector(self.length_scale) or _is_vector(self.periodicity)
 
     @property
-    def hyperparameter_length_scale(self):
-        if _is_vector(self.length_scale):
-            return Hyperparameter("length_scale", "numeric", self.length_scale_bounds,
-                                  len(self.length_scale))
-        return Hyperparameter("length_scale", "numeric", self.length_scale_bounds)
-
-    @property
     def hyperparameter_periodicity(self):
-        if _is_vector(self.periodicity):
-            return Hyperparameter("periodicity", "numeric", self.periodicity_bounds,
-                                  len(self.periodicity))
-        return Hyperparameter("periodicity", "numeric", self.periodicity_bounds)
+        return _scalar_or_vector_hyperparameter("periodicity", self.periodicity,
+                                                self.periodicity_bounds)
 
-    def __call__(self, X, Y=None, eval_gradient=False):
-        """Return k(X, Y) and, if ``eval_gradient``, its gradient.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples_X, n_features)
-        Y : ndarray of shape (n_samples_Y, n_features), default=None
-            None means k(X, X).
-        eval_gradient : bool, default=False
-            Also return the gradient with respect to the log-hyperparameters
-            (only when Y is None).
-
-        Returns
-        -------
-        K : ndarray of shape (n_samples_X, n_samples_Y)
-        K_gradient : ndarray of shape (n_samples_X, n_samples_X, n_dims), optional
-            In ``theta`` order: the length scale(s), then the period(s); fixed
-            hyperparameters have no column.
-        """
-        X, Y = _check_inputs(X, Y, eval_gradient)
+    def _evaluate(self, X, Y, eval_gradient):
+        """K (n_X, n_Y) and, with ``eval_gradient``, K_gradient (n_X, n_X, n_dims)."""
         d = X.shape[1]
         length_scale = _per_dimension(self.length_scale, d, "length_scale")
         periodicity = _per_dimension(self.periodicity, d, "periodicity")

@@ -567,11 +567,9 @@ def log_marginal_likelihood_bytes(n_samples, n_targets, n_theta, eval_gradient, 
     int
         Bytes.
     """
-    n = int(n_samples)
-    total = _FIXED + _F8 * n * n + _F8 * n * (4 * int(n_targets) + 4)
-    if eval_gradient and not fast:
-        total += _F8 * n * n * (int(n_theta) + 3)
-    return total
+    # a fit's estimate without its copy of X; without a gradient, the general
+    # path needs no tensor either
+    return fit_bytes(n_samples, 0, n_targets, n_theta, fast=fast or not eval_gradient)
 
 
 def predict_cov_bytes(n_train, n_query, n_targets):

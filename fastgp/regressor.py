@@ -21,14 +21,8 @@ from sklearn.utils.validation import validate_data
 from ._engine.threads import threads_for
 from ._user_warnings import warn_user
 from .covariance import make_covariance
-from .fitting import (
-    FactorMessages,
-    IterationReport,
-    Workspace,
-    fit_objective,
-    kernel_not_finite,
-    run_fit,
-)
+from .fitting import FactorMessages, IterationReport, Workspace, check_evaluation_memory
+from .fitting import fit_objective, kernel_not_finite, likelihood_request, run_fit
 from .iterative_objective import IterativeNegLogMarginalLikelihood, final_model
 from .iterative_predictive import predict_mean_cov_iterative, predict_mean_var_iterative
 from .kernel_system import KernelSystem, SolverOptions
@@ -53,7 +47,6 @@ from .validation import (
     check_kernel_hyperparameters,
     count_samples,
     diagonal_addition,
-    kernel_for_likelihood,
     target_moments,
 )
 
@@ -686,20 +679,18 @@ class GaussianProcessRegressor(_SklearnGPR):
         Each call allocates one N x N buffer of its own and leaves ``L_``
         untouched.
         """
-        at_theta = kernel_for_likelihood(self.kernel_, theta, eval_gradient, clone_kernel)
-        if at_theta is None:
+        request = likelihood_request(self, theta, eval_gradient, clone_kernel)
+        if request is None:
             return self.log_marginal_likelihood_value_
-        kernel, theta = at_theta
-        covariance = make_covariance(kernel, self.X_train_, warn=False)
+        kernel, theta, covariance = request
         n_samples = len(self.y_train_)
         if self._is_iterative():
             return self._log_marginal_likelihood_iterative(covariance, theta,
                                                            eval_gradient)
-        check_memory(
+        check_evaluation_memory(
             log_marginal_likelihood_bytes(n_samples, self._n_targets(), kernel.n_dims,
                                           eval_gradient, fast=covariance.is_fast),
-            n_samples=n_samples, operation="log_marginal_likelihood(theta)",
-            remedies=["evaluate it on fewer samples", "use a machine with more memory"])
+            n_samples)
         objective = NegLogMarginalLikelihood(covariance, self.y_train_,
                                              self._diag_add(len(self.y_train_)),
                                              Workspace(len(self.y_train_)))
@@ -714,10 +705,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         probes: the function the optimiser saw."""
         n_samples = len(self.y_train_)
         n_features = self.X_train_.shape[1]
-        check_memory(
-            self._iterative_bytes(n_samples, n_features, self._n_targets()),
-            n_samples=n_samples, operation="log_marginal_likelihood(theta)",
-            remedies=["evaluate it on fewer samples", "use a machine with more memory"])
+        check_evaluation_memory(
+            self._iterative_bytes(n_samples, n_features, self._n_targets()), n_samples)
         objective = IterativeNegLogMarginalLikelihood(
             covariance, self.y_train_, self._diag_add(n_samples), self._solver_options(),
             self._probe_seed, verbose=self.verbose)

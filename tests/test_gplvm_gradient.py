@@ -20,7 +20,6 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
 from fastgp._engine import interpreter as _interpreter
-from fastgp._engine import latent_passes as _latent
 from fastgp import kernels as fastgp_kernels
 from fastgp.covariance import latent_blocks
 from fastgp.fitting import Workspace

@@ -2,7 +2,8 @@
 backend (fastgp/covariance.py; fastgp/lowering.py reads the opcodes it lowers
 to; fastgp/precompile.py walks the engine to compile every routine), the
 thread settings of a fit (fastgp._engine.threads) only by the fit
-core and the estimators, LAPACK only through fastgp/linalg.py, and numba only
+core, the estimators and the joblib tasks that run a fit's work in workers
+(restarts, the matrix-free products), LAPACK only through fastgp/linalg.py, and numba only
 inside fastgp/_engine. LAPACK and BLAS are reached only through
 fastgp/linalg.py (and its blocked routines for large N, fastgp/blocked_lapack.py)."""
 
@@ -18,7 +19,8 @@ MODULES = sorted(p for p in PACKAGE.glob("*.py"))
 #: name is judged by the most specific door it lies behind
 DOORS = {
     "fastgp._engine": {"covariance.py", "lowering.py", "precompile.py"},
-    "fastgp._engine.threads": {"fitting.py", "regressor.py", "gplvm.py", "restarts.py"},
+    "fastgp._engine.threads": {"fitting.py", "regressor.py", "gplvm.py", "restarts.py",
+                               "distributed_products.py"},
     # PARALLEL_LOCK for the backend; NumbaCacheWarning for the package namespace
     "fastgp._engine.config": {"covariance.py", "__init__.py", "precompile.py"},
     "scipy.linalg.lapack": {"linalg.py"},

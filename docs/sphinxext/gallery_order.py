@@ -11,6 +11,7 @@ ORDER = [
     "plot_pipeline_grid_search.py",
     "plot_uncertainty.py",
     "plot_iterative.py",
+    "plot_cluster_iterative.py",
 ]
 
 

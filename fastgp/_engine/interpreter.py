@@ -101,7 +101,7 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
     want_x2 = (mode & D_X2) != 0
     want_x1 = want_x2 or (mode & D_X1) != 0
     d = X1.shape[1]
-    sp = 0
+    sp = np.int64(0)  # typed from the start: a literal 0 would compile eval_leaf twice
     for o in range(ops.shape[0]):
         code = ops[o, op.COL_CODE]
         if code < op.SUM:  # a leaf
@@ -194,3 +194,18 @@ def allocate_scratch(stack_depth, n_theta, n_dims):
     D2 = np.empty((depth, n_dims, TILE))
     Wk = np.empty((4, TILE))
     return V, G, D1, D2, Wk
+
+
+@jit(_nrt=False)
+def eval_lower_tile(X, i0, j, ops, op_float, params, theta_of_param, mode,
+                    V, G, D1, D2, Wk):
+    """The tile of k(X, X) in column j from row i0 down: rows i0 .. i0+m-1,
+    m = min(TILE, n - i0), of the lower triangle (i0 >= j), evaluated as
+    :func:`eval_tile` does, with the diagonal entry at t = 0 when i0 == j.
+    Returns m. The lower-triangle passes walk column j's tiles
+    ``for i0 in range(j, n, TILE)``.
+    """
+    m = min(TILE, X.shape[0] - i0)
+    eval_tile(X, i0, m, X, j, 0 if i0 == j else -1, ops, op_float, params,
+              theta_of_param, mode, V, G, D1, D2, Wk)
+    return m

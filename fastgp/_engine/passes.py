@@ -17,7 +17,7 @@ bits whatever the number of threads.
 import numpy as np
 
 from .config import jit, parallel_jit, prange
-from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_tile
+from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_lower_tile, eval_tile
 
 #: Blocks per triangle; fixed so that results do not depend on thread count.
 MAX_BLOCKS = 256
@@ -54,10 +54,8 @@ def fill_cov_lower(X, ops, op_float, params, theta_of_param, stack_depth,
         V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
         for j in range(bounds[b], bounds[b + 1]):
             for i0 in range(j, n, TILE):
-                m = min(TILE, n - i0)
-                diag_t = 0 if i0 == j else -1
-                eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
-                          theta_of_param, values, V, G, D1, D2, Wk)
+                m = eval_lower_tile(X, i0, j, ops, op_float, params,
+                                    theta_of_param, values, V, G, D1, D2, Wk)
                 for t in range(m):
                     K_out[i0 + t, j] = V[0, t]
             K_out[j, j] += diag_add[j]
@@ -78,7 +76,6 @@ def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     partial_out (n_blocks, n_theta) float64, overwritten; row b by iteration b.
     """
     n = X.shape[0]
-    T = A.shape[1]
     mode = np.int64(D_THETA)  # a typed, not literal, mode: see .interpreter
     At = np.ascontiguousarray(A.T)  # (T, n): row q's entries i0 .. i0+m are contiguous
     for b in prange(bounds.size - 1):
@@ -90,12 +87,10 @@ def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
         w = np.empty(TILE)
         for j in range(bounds[b], bounds[b + 1]):
             for i0 in range(j, n, TILE):
-                m = min(TILE, n - i0)
-                diag_t = 0 if i0 == j else -1
-                eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
-                          theta_of_param, mode, V, G, D1, D2, Wk)
+                m = eval_lower_tile(X, i0, j, ops, op_float, params,
+                                    theta_of_param, mode, V, G, D1, D2, Wk)
                 _weights(Kinv, At, A, i0, m, j, w)
-                if diag_t == 0:
+                if i0 == j:
                     w[0] *= 0.5
                 for p in range(n_theta):
                     for t in range(m):

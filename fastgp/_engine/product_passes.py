@@ -23,15 +23,15 @@ rows) and one accumulator of t (or n_theta x t) floats per thread.
 import numpy as np
 
 from .config import parallel_jit, prange
-from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_tile
+from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_lower_tile, eval_tile
 
 #: Row blocks of the product passes (fixed: results do not depend on threads).
 MAX_ROW_BLOCKS = 256
 
 
 @parallel_jit
-def kernel_matmat(X1, X2, on_diagonal, ops, op_float, params, theta_of_param,
-                  stack_depth, n_theta, V, out):
+def kernel_matmat(X1, X2, on_diagonal, row_offset, ops, op_float, params,
+                  theta_of_param, stack_depth, n_theta, V, out):
     """Products of the kernel matrix k(X1, X2)^T, or of its theta-derivatives,
     with the columns of V, one output row per query row X2[c]:
 
@@ -39,8 +39,10 @@ def kernel_matmat(X1, X2, on_diagonal, ops, op_float, params, theta_of_param,
         n_theta  > 0:  out[p, c, q] = sum_j dk(X1[j], X2[c])/dtheta_p V[j, q]
 
     X1 (n, d), X2 (m, d) float64 C-contiguous; V (n, t) float64 C-contiguous.
-    on_diagonal: True when X2 is X1 (the training covariance): WhiteKernel
-    then adds its value on the entries j == c. ops ... stack_depth: the
+    on_diagonal: True when X2 is the rows X1[row_offset:row_offset + m] of
+    X1 (the training covariance, or a block of its rows: docs/design.md,
+    "Products on a cluster"): WhiteKernel then adds its value on the entries
+    j == row_offset + c (row_offset is ignored otherwise). ops ... stack_depth: the
     KernelProgram arrays and params (natural scale), as the other passes.
     out (max(n_theta, 1), m, t) float64, overwritten; row c by one iteration.
     """
@@ -60,8 +62,8 @@ def kernel_matmat(X1, X2, on_diagonal, ops, op_float, params, theta_of_param,
             for j0 in range(0, n, TILE):
                 width = min(TILE, n - j0)
                 diag_t = np.int64(-1)
-                if on_diagonal and j0 <= c < j0 + width:
-                    diag_t = np.int64(c - j0)
+                if on_diagonal and j0 <= row_offset + c < j0 + width:
+                    diag_t = np.int64(row_offset + c - j0)
                 eval_tile(X1, np.int64(j0), width, X2, np.int64(c), diag_t, ops,
                           op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
                 if n_theta > 0:
@@ -108,17 +110,15 @@ def grad_bilinear_lower(X, ops, op_float, params, theta_of_param, stack_depth,
         w = np.empty(TILE)
         for j in range(bounds[b], bounds[b + 1]):
             for i0 in range(j, n, TILE):
-                width = min(TILE, n - i0)
-                diag_t = 0 if i0 == j else -1
-                eval_tile(X, i0, width, X, j, diag_t, ops, op_float, params,
-                          theta_of_param, mode, Vs, G, D1, D2, Wk)
+                width = eval_lower_tile(X, i0, j, ops, op_float, params,
+                                        theta_of_param, mode, Vs, G, D1, D2, Wk)
                 for tt in range(width):
                     i = i0 + tt
                     s = 0.0
                     for q in range(t_cols):
                         s += P[i, q] * Q[j, q] + Q[i, q] * P[j, q]
                     w[tt] = s
-                if diag_t == 0:
+                if i0 == j:
                     w[0] *= 0.5
                 for p in range(n_theta):
                     s = 0.0

@@ -51,20 +51,9 @@ def exp_inplace(x, n, scratch):
         z = v * _LOG2E + _SHIFT
         k = z - _SHIFT
         r = (v - k * _LN2_HI) - k * _LN2_LO
-        p = _C13
-        p = p * r + _C12
-        p = p * r + _C11
-        p = p * r + _C10
-        p = p * r + _C9
-        p = p * r + _C8
-        p = p * r + _C7
-        p = p * r + _C6
-        p = p * r + _C5
-        p = p * r + _C4
-        p = p * r + _C3
-        p = p * r + _C2
-        p = p * r + _C1
-        p = p * r + _C0
+        # Horner's rule, highest power innermost
+        p = _C0 + r * (_C1 + r * (_C2 + r * (_C3 + r * (_C4 + r * (_C5 + r * (_C6 + r * (
+            _C7 + r * (_C8 + r * (_C9 + r * (_C10 + r * (_C11 + r * (_C12 + r * _C13))))))))))))
         if xt < -708.0:
             p = 0.0
         if xt > 709.782712893384:
@@ -131,17 +120,9 @@ def log1p_inplace(x, n, scratch1, scratch2):
         f = scratch1[t] - 1.0
         s = f / (2.0 + f)
         z = s * s
-        R = _L11
-        R = R * z + _L10
-        R = R * z + _L9
-        R = R * z + _L8
-        R = R * z + _L7
-        R = R * z + _L6
-        R = R * z + _L5
-        R = R * z + _L4
-        R = R * z + _L3
-        R = R * z + _L2
-        R = R * z + _L1
+        # Horner's rule, highest power innermost
+        R = _L1 + z * (_L2 + z * (_L3 + z * (_L4 + z * (_L5 + z * (
+            _L6 + z * (_L7 + z * (_L8 + z * (_L9 + z * (_L10 + z * _L11)))))))))
         R = R * z
         hfsq = 0.5 * f * f
         ct = x[t]
@@ -185,22 +166,12 @@ def sincos_pi(x, n, sin_out, cos_out):
         k = (x2 + _SHIFT) - _SHIFT
         r = _HALF_PI * (x2 - k)
         r2 = r * r
-        s = _S15
-        s = s * r2 + _S13
-        s = s * r2 + _S11
-        s = s * r2 + _S9
-        s = s * r2 + _S7
-        s = s * r2 + _S5
-        s = s * r2 + _S3
+        # Horner's rule, highest power innermost
+        s = _S3 + r2 * (_S5 + r2 * (_S7 + r2 * (_S9 + r2 * (_S11 + r2 * (_S13 + r2 * _S15)))))
         s = r + r * (r2 * s)
-        c = _K16
-        c = c * r2 + _K14
-        c = c * r2 + _K12
-        c = c * r2 + _K10
-        c = c * r2 + _K8
-        c = c * r2 + _K6
-        c = c * r2 + _K4
-        c = c * r2 + _K2
+        # Horner's rule, highest power innermost
+        c = _K2 + r2 * (_K4 + r2 * (_K6 + r2 * (
+            _K8 + r2 * (_K10 + r2 * (_K12 + r2 * (_K14 + r2 * _K16))))))
         c = 1.0 + r2 * c
         # q = k mod 4 in {-2, -1, 0, 1, 2} (k / 4 is exact, so is q)
         q = k - 4.0 * ((0.25 * k + _SHIFT) - _SHIFT)
