@@ -21,7 +21,7 @@ The buffer plan for one evaluation at theta:
    the lower triangle from the upper one and factors it in place. From
    :data:`FLOAT32_MIN_N` points on, the early steps write and factor B in
    float32 instead, in a float32 view that lies inside the lower triangle
-   (:func:`fastgp.linalg.float32_lower_view`), and the last three (at
+   (:func:`fastgp.linalg.float32_lower_view`), and the last two (at
    least) in float64 (:meth:`LaplaceObjective.newton`).
 3. The gradient (Alg. 5.1): dpotri in place turns the lower triangle into
    B^-1; diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W; one product by K from
@@ -59,7 +59,8 @@ from .predictive import chunk_rows
 
 __all__ = ["LaplaceObjective", "LaplaceMode", "latent_moments",
            "positive_class_probability", "NEWTON_TOL",
-           "FLOAT32_MIN_N", "FLOAT32_SWITCH", "FLOAT32_RESERVE"]
+           "FLOAT32_MIN_N", "FLOAT32_SWITCH", "FLOAT32_RESERVE", "REFINE_STEPS",
+           "REFINE_TOL"]
 
 #: Newton's iterations stop when the approximate log marginal likelihood rises
 #: by less than this (absolute), scikit-learn's criterion.
@@ -78,6 +79,12 @@ FLOAT32_MIN_N = 1024
 #: log q is off by about N x 1e-7 (1e-3 at N = 5,000), far below it, so the
 #: switch never waits for a change that float32 cannot see.
 FLOAT32_SWITCH = 0.1
+
+#: The switch's iterative refinement: at most this many steps, and accepted
+#: where the relative residual falls below REFINE_TOL (float64's own solve
+#: reaches about cond(B) x 1e-16; 1e-10 admits cond(B) up to about 1e6).
+REFINE_STEPS = 10
+REFINE_TOL = 1e-10
 
 #: The float32 iterations stop at the latest this many iterations before
 #: ``max_iter``, so that a run that reaches ``max_iter`` ends in float64.
@@ -267,6 +274,28 @@ class LaplaceObjective:
         except NotPositiveDefiniteError:
             return None
 
+    def _refine(self, B, B32, s, r, c):
+        """The float64 solution of B c = r, B = I + W^1/2 K W^1/2 at ``s``,
+        from the float32 factor's ``c`` by iterative refinement (Higham 2002,
+        "Accuracy and Stability of Numerical Algorithms", ch. 12): residuals
+        in float64 (K from the buffer's upper triangle, one dsymv each),
+        corrections from the float32 factor ``B32``. Stops where the
+        residual no longer falls fourfold, at the rounding of the float64
+        residual (about cond(B) x 1e-16, as dpotrs's own solution). Returns
+        c (n,), or None unless the residual fell below
+        :data:`REFINE_TOL` x max|r| within :data:`REFINE_STEPS` steps."""
+        kdiag = self._kdiag
+        scale = float(np.max(np.abs(r))) if r.size else 0.0
+        best = math.inf
+        for _ in range(REFINE_STEPS):
+            residual = r - c - s * symmetric_matvec(B, s * c, lower=False, diag=kdiag)
+            size = float(np.max(np.abs(residual))) if residual.size else 0.0
+            if not size < 0.25 * best:  # at rounding, or not converging (nan)
+                break
+            best = size
+            c = c + cho_solve_float32(B32, residual)
+        return c if best <= REFINE_TOL * scale else None
+
     def newton(self, theta, factor=None):
         """The posterior mode at ``theta`` (Alg. 3.1), K filled into the
         workspace first. ``factor(B, s, kdiag)`` writes and factors B in the
@@ -276,11 +305,13 @@ class LaplaceObjective:
         From :data:`FLOAT32_MIN_N` training points on, a cold start's early
         iterations factor B in float32 (docs/gpc.md, "Float32 early
         iterations"): inexact Newton steps, which still converge, until log q
-        rises by less than :data:`FLOAT32_SWITCH`. The float64 iterations
-        then run scikit-learn's loop from the point the first of them
-        reaches, so that every value compared with NEWTON_TOL or returned,
-        and the factor the gradient uses, come from float64 factors at
-        iterates of float64 steps."""
+        rises by less than :data:`FLOAT32_SWITCH`. That last step is made
+        exact by iterative refinement (:meth:`_refine`; where it fails, a
+        float64 iteration redoes the step and its value is not kept), and
+        the float64 iterations run scikit-learn's loop from there: every
+        value compared with NEWTON_TOL or returned, and the factor the
+        gradient uses, come from float64 factors at iterates of exact Newton
+        steps (two float64 iterations at least)."""
         B = self.workspace.buffer()
         self._fill_K(theta, B)
         kdiag = self._kdiag
@@ -294,7 +325,7 @@ class LaplaceObjective:
         previous = -math.inf
         jitter = 0.0
         n_iter = n_single = 0
-        restart = False  # the first float64 iteration's value is not kept
+        restart = False  # this float64 iteration's value is not kept
         for n_iter in range(1, self.max_iter + 1):
             f_start = f
             pi = expit(f)                                   # line 4
@@ -304,15 +335,16 @@ class LaplaceObjective:
             if single and n_iter <= self.max_iter - FLOAT32_RESERVE:
                 B32 = self._factor_float32(B, s, kdiag)
             if B32 is not None:                             # line 5 in float32
-                L, solve = B32, lambda r: cho_solve_float32(B32, r)
+                L, solve = B32, lambda v: cho_solve_float32(B32, v)
             else:                                           # line 5: B = L L^T
                 if single:  # float32 failed or ran out of iterations
                     single, previous, restart = False, -math.inf, True
                 jitter = max(jitter, factor(B, s, kdiag))
-                L, solve = B, lambda r: cho_solve_factor(B, r[:, None])[:, 0]
+                L, solve = B, lambda v: cho_solve_factor(B, v[:, None])[:, 0]
             b = W * f + (self.y - pi)                       # line 6
-            Kb = symmetric_matvec(B, b, lower=False, diag=kdiag)
-            a = b - s * solve(s * Kb)                       # line 7
+            r = s * symmetric_matvec(B, b, lower=False, diag=kdiag)
+            c = solve(r)
+            a = b - s * c                                   # line 7
             f = symmetric_matvec(B, a, lower=False, diag=kdiag)  # line 8
             value = (-0.5 * float(a @ f) + _log_likelihood(self.t, f)   # line 10,
                      - float(np.sum(np.log(np.diagonal(L), dtype=np.float64))))  # eq. 3.32
@@ -320,10 +352,14 @@ class LaplaceObjective:
                 n_single += 1
                 if value - previous >= FLOAT32_SWITCH:      # false for nan too
                     previous = value
-                else:
-                    single, previous, restart = False, -math.inf, True
-                    if not math.isfinite(value):  # float64 redoes this step
-                        f = f_start
+                    continue
+                single, previous = False, -math.inf
+                c = self._refine(B, B32, s, r, c) if math.isfinite(value) else None
+                if c is None:  # float64 redoes this step, its value not kept
+                    f, restart = f_start, True
+                else:  # this step made exact: float64 iterations from here
+                    a = b - s * c
+                    f = symmetric_matvec(B, a, lower=False, diag=kdiag)
                 continue
             if not math.isfinite(value):
                 previous = value
