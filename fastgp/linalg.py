@@ -17,14 +17,12 @@ large matrices on some processors (docs/reliability.md, "Large N and
 OpenBLAS's threaded dsyrk"). Results agree to rounding.
 """
 
-import ctypes
 import math
 
 import numpy as np
-from scipy.linalg import cython_blas, cython_lapack, lapack
+from scipy.linalg import lapack
 
 from . import blocked_lapack
-from .blocked_lapack import _fortran_routine
 
 __all__ = [
     "NotPositiveDefiniteError",
@@ -328,23 +326,9 @@ def _try_cholesky(B, tol):
 # ------------------------------------------------- float32 factors in a buffer
 # Single-precision doors for Newton's early iterations in the classifier
 # (docs/gpc.md, "Float32 early iterations"): the factor lives in a strided
-# float32 view of a float64 buffer's lower triangle, so scipy.linalg.lapack's
-# wrappers, which would copy a non-contiguous array, cannot be used; the
-# routines are called through scipy's exported pointers with the view's
-# leading dimension, blocked as fastgp.blocked_lapack's dpotrf so that no
-# threaded ssyrk runs on more than 512 columns.
-_dsymv = _fortran_routine(cython_blas, "dsymv", 10)
-_spotrf = _fortran_routine(cython_lapack, "spotrf", 5)
-_spotrs = _fortran_routine(cython_lapack, "spotrs", 8)
-_ssyrk = _fortran_routine(cython_blas, "ssyrk", 10)
-_sgemm = _fortran_routine(cython_blas, "sgemm", 13)
-_strsm = _fortran_routine(cython_blas, "strsm", 11)
-_FLAG_CHARS = {c: ctypes.c_char(c.encode()) for c in "LRNTU"}
-_F32_ONE = ctypes.c_float(1.0)
-_F32_MINUS_ONE = ctypes.c_float(-1.0)
-
-#: Order of the diagonal blocks of :func:`cholesky_float32_in_place`.
-FLOAT32_BLOCK = 512
+# float32 view of a float64 buffer's lower triangle, which
+# scipy.linalg.lapack's wrappers would copy, so the routines run through
+# fastgp.blocked_lapack's pointer calls with the view's leading dimension.
 
 
 def float32_lower_view(B):
@@ -360,56 +344,16 @@ def float32_lower_view(B):
     return words.reshape((2 * n, n), order="F")[n:, :]
 
 
-def _float32_lda(A):
-    if (A.ndim != 2 or A.shape[0] != A.shape[1] or A.dtype != np.float32
-            or not A.flags.writeable or (A.shape[0] > 1 and A.strides[0] != 4)):
-        raise RuntimeError("expected a square, writeable float32 matrix with unit row stride")
-    n = A.shape[0]
-    lda = A.strides[1] // 4 if n > 1 else 1
-    if n > 1 and (A.strides[1] % 4 or lda < n):
-        raise RuntimeError(f"column stride {A.strides[1]} bytes is not a leading dimension")
-    if max(n, lda) >= 2**31:
-        raise RuntimeError("the matrix is too large for 32-bit LAPACK indices")
-    return max(lda, 1)
-
-
-def _ref(value, kind=ctypes.c_int):
-    return ctypes.byref(kind(value))
-
-
 def cholesky_float32_in_place(A):
     """Overwrite the lower triangle of ``A`` (n, n) float32, unit row stride
     and any column stride >= n (such as :func:`float32_lower_view`), with the
-    Cholesky factor of the symmetric matrix whose lower triangle it holds:
-    reference LAPACK's blocked left-looking spotrf (ssyrk and spotrf on
-    diagonal blocks of :data:`FLOAT32_BLOCK`, sgemm and strsm below them),
-    in place. Raises NotPositiveDefiniteError (A partly overwritten)."""
-    n, lda = A.shape[0], _float32_lda(A)
-    base, ld = A.ctypes.data, _ref(lda)
-    ch = {c: ctypes.byref(v) for c, v in _FLAG_CHARS.items()}
-    one, minus_one = ctypes.byref(_F32_ONE), ctypes.byref(_F32_MINUS_ONE)
-
-    def at(i, j):
-        return ctypes.c_void_p(base + 4 * (i + j * lda))
-
-    info = ctypes.c_int(0)
-    for j in range(0, n, FLOAT32_BLOCK):
-        jb = min(FLOAT32_BLOCK, n - j)
-        if j > 0:
-            _ssyrk(ch["L"], ch["N"], _ref(jb), _ref(j), minus_one, at(j, 0), ld,
-                   one, at(j, j), ld)
-        _spotrf(ch["L"], _ref(jb), at(j, j), ld, ctypes.byref(info))
-        if info.value < 0:  # pragma: no cover - the checks above rule it out
-            raise ValueError(f"spotrf: illegal argument {-info.value}")
-        if info.value > 0:
-            raise NotPositiveDefiniteError(j + info.value, n)
-        below = n - j - jb
-        if below > 0:
-            if j > 0:
-                _sgemm(ch["N"], ch["T"], _ref(below), _ref(jb), _ref(j), minus_one,
-                       at(j + jb, 0), ld, at(j, 0), ld, one, at(j + jb, j), ld)
-            _strsm(ch["R"], ch["L"], ch["T"], ch["N"], _ref(below), _ref(jb), one,
-                   at(j, j), ld, at(j + jb, j), ld)
+    Cholesky factor of the symmetric matrix whose lower triangle it holds
+    (:func:`fastgp.blocked_lapack.cholesky_lower_float32`: reference
+    LAPACK's blocked spotrf over ssyrk, sgemm and strsm). Raises
+    NotPositiveDefiniteError (A partly overwritten)."""
+    info = blocked_lapack.cholesky_lower_float32(A)
+    if info > 0:
+        raise NotPositiveDefiniteError(info, A.shape[0])
     return A
 
 
@@ -418,13 +362,8 @@ def cho_solve_float32(A, y):
     factor L from :func:`cholesky_float32_in_place` (spotrs, in single
     precision: relative error about cond(L L^T) x 6e-8). ``y`` is not
     modified."""
-    n, lda = A.shape[0], _float32_lda(A)
     x = np.array(y, dtype=np.float32, order="F", copy=True)
-    info = ctypes.c_int(0)
-    _spotrs(ctypes.byref(_FLAG_CHARS["L"]), _ref(n), _ref(1), ctypes.c_void_p(A.ctypes.data),
-            _ref(lda), ctypes.c_void_p(x.ctypes.data), _ref(max(n, 1)), ctypes.byref(info))
-    if info.value != 0:  # pragma: no cover - the checks above rule it out
-        raise ValueError(f"spotrs: illegal argument {-info.value}")
+    blocked_lapack.solve_float32(A, x)
     return x.astype(np.float64)
 
 
@@ -432,27 +371,22 @@ def symmetric_matvec(A, x, lower, diag=None):
     """S @ x (n,) float64 for the symmetric S whose off-diagonal entries are
     the strict lower (``lower=True``) or strict upper triangle of ``A``
     (n, n) float64 F-contiguous and whose diagonal is ``diag`` (None: A's
-    own): one dsymv through scipy's exported pointer (OpenBLAS's threaded
-    driver; one pass over the triangle, no copy). The other triangle is not
-    read. With ``diag`` given, A's diagonal is swapped for it during the call
-    and its bits restored after it (they may belong to a float32 view such
-    as :func:`float32_lower_view`)."""
+    own): one dsymv (OpenBLAS's threaded driver; one pass over the
+    triangle, no copy). The other triangle is not read. With ``diag`` given,
+    A's diagonal is swapped for it during the call and its bits restored
+    after it (they may belong to a float32 view such as
+    :func:`float32_lower_view`)."""
     _require_fortran(A, "dsymv")
-    n = A.shape[0]
     x = np.ascontiguousarray(x, dtype=np.float64)
-    out = np.zeros(n)
-    if n == 0:
+    out = np.zeros(A.shape[0])
+    if A.shape[0] == 0:
         return out
-    bits = np.diagonal(A.view(np.uint64))
     saved = None
     if diag is not None:
-        saved = bits.copy()
+        saved = np.diagonal(A.view(np.uint64)).copy()
         np.fill_diagonal(A, diag)
     try:
-        _dsymv(ctypes.byref(_FLAG_CHARS["L" if lower else "U"]), _ref(n),
-               ctypes.byref(ctypes.c_double(1.0)), ctypes.c_void_p(A.ctypes.data), _ref(n),
-               ctypes.c_void_p(x.ctypes.data), _ref(1), ctypes.byref(ctypes.c_double(0.0)),
-               ctypes.c_void_p(out.ctypes.data), _ref(1))
+        blocked_lapack.symmetric_matvec(A, x, out, lower)
     finally:
         if saved is not None:
             np.fill_diagonal(A.view(np.uint64), saved)
