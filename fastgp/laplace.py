@@ -76,8 +76,8 @@ FLOAT32_MIN_N = 1024
 
 #: The float32 iterations end after the first one where log q (its
 #: log-determinant from the float32 factor) rises by less than this. Their
-#: log q is off by about N x 1e-7 (1e-3 at N = 5,000), far below it, so the
-#: switch never waits for a change that float32 cannot see.
+#: log q is off by a few 1e-3 (measured: 2e-3 at N = 3,000), well below it,
+#: so the switch never waits for a change that float32 cannot see.
 FLOAT32_SWITCH = 0.1
 
 #: The switch's iterative refinement: at most this many steps, and accepted
