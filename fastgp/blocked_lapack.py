@@ -99,20 +99,24 @@ class _Blocks:
         return ctypes.c_void_p(self.base + 8 * (i + j * self.lda))
 
 
-def leading_dimension(A):
+def leading_dimension(A, dtype=np.float64):
     """LAPACK's leading dimension of ``A`` (n, n): its column stride in
-    elements. Raises ValueError unless A is a float64 square array with unit
-    row stride (Fortran order, or a leading block of a Fortran-ordered
-    array), aligned, writeable, whose columns do not overlap."""
+    elements. Raises ValueError unless A is a square array of ``dtype``
+    (float64, or float32 for the single-precision routines) with unit row
+    stride (Fortran order, or a leading block of a Fortran-ordered array, or
+    any other column stride >= n), aligned, writeable, whose columns do not
+    overlap."""
+    dtype = np.dtype(dtype)
+    size = dtype.itemsize
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"expected a square matrix, got shape {A.shape}")
-    if A.dtype != np.float64 or not A.flags.writeable or not A.flags.aligned:
-        raise ValueError("the buffer must be writeable, aligned float64")
+    if A.dtype != dtype or not A.flags.writeable or not A.flags.aligned:
+        raise ValueError(f"the buffer must be writeable, aligned {dtype.name}")
     n = A.shape[0]
-    if n > 1 and A.strides[0] != 8:
+    if n > 1 and A.strides[0] != size:
         raise ValueError("the buffer must be Fortran-ordered (unit row stride)")
-    lda = A.strides[1] // 8 if n > 1 else 1
-    if n > 1 and (A.strides[1] % 8 or lda < n):
+    lda = A.strides[1] // size if n > 1 else 1
+    if n > 1 and (A.strides[1] % size or lda < n):
         raise ValueError(f"column stride {A.strides[1]} bytes is not a leading "
                          f"dimension >= n = {n}")
     if max(n, lda) >= 2**31 or n * lda >= 2**62:
@@ -257,33 +261,13 @@ _MINUS_ONE_F32 = ctypes.c_float(-1.0)
 _ZERO = ctypes.c_double(0.0)
 
 
-def _float32_leading_dimension(A):
-    """The column stride of ``A`` (n, n) float32 in elements; raises
-    ValueError unless A is square, writeable, aligned float32 with unit row
-    stride and a column stride >= n."""
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"expected a square matrix, got shape {A.shape}")
-    if A.dtype != np.float32 or not A.flags.writeable or not A.flags.aligned:
-        raise ValueError("the matrix must be writeable, aligned float32")
-    n = A.shape[0]
-    if n > 1 and A.strides[0] != 4:
-        raise ValueError("the matrix must have unit row stride")
-    lda = A.strides[1] // 4 if n > 1 else 1
-    if n > 1 and (A.strides[1] % 4 or lda < n):
-        raise ValueError(f"column stride {A.strides[1]} bytes is not a leading "
-                         f"dimension >= n = {n}")
-    if max(n, lda) >= 2**31:
-        raise ValueError("the matrix is too large for 32-bit LAPACK indices")
-    return max(lda, 1)
-
-
 def cholesky_lower_float32(A, block=None):
     """:func:`cholesky_lower` in single precision, on ``A`` (n, n) float32
     with unit row stride and any column stride >= n: ssyrk, spotrf, sgemm
     and strsm per block column of ``block`` (default :data:`DEFAULT_BLOCK`).
     Returns spotrf's info as :func:`cholesky_lower` does."""
     n, block = A.shape[0], _check_block(block)
-    lda = _float32_leading_dimension(A)
+    lda = leading_dimension(A, np.float32)
     base, ld = A.ctypes.data, _int(lda)
 
     def at(i, j):
@@ -312,7 +296,7 @@ def cholesky_lower_float32(A, block=None):
 def solve_float32(A, x):
     """Overwrite ``x`` (n,) float32 contiguous with (L L^T)^-1 x, L the lower
     factor in ``A`` from :func:`cholesky_lower_float32` (spotrs)."""
-    n, lda = A.shape[0], _float32_leading_dimension(A)
+    n, lda = A.shape[0], leading_dimension(A, np.float32)
     if x.dtype != np.float32 or x.shape != (n,) or not x.flags.c_contiguous:
         raise ValueError("x must be a contiguous float32 vector of length n")
     info = ctypes.c_int(0)
