@@ -32,7 +32,8 @@ import numpy as np
 from scipy.linalg import cython_blas, cython_lapack
 
 __all__ = ["DEFAULT_BLOCK", "cholesky_lower", "inverse_from_cholesky_lower",
-           "leading_dimension"]
+           "leading_dimension", "cholesky_lower_float32", "solve_float32",
+           "symmetric_matvec"]
 
 #: Order of the diagonal blocks. Each block column's dgemm packs the whole
 #: trailing panel once, a cost that falls as 1 / block, while the dtrsm and
@@ -98,20 +99,24 @@ class _Blocks:
         return ctypes.c_void_p(self.base + 8 * (i + j * self.lda))
 
 
-def leading_dimension(A):
+def leading_dimension(A, dtype=np.float64):
     """LAPACK's leading dimension of ``A`` (n, n): its column stride in
-    elements. Raises ValueError unless A is a float64 square array with unit
-    row stride (Fortran order, or a leading block of a Fortran-ordered
-    array), aligned, writeable, whose columns do not overlap."""
+    elements. Raises ValueError unless A is a square array of ``dtype``
+    (float64, or float32 for the single-precision routines) with unit row
+    stride (Fortran order, or a leading block of a Fortran-ordered array, or
+    any other column stride >= n), aligned, writeable, whose columns do not
+    overlap."""
+    dtype = np.dtype(dtype)
+    size = dtype.itemsize
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"expected a square matrix, got shape {A.shape}")
-    if A.dtype != np.float64 or not A.flags.writeable or not A.flags.aligned:
-        raise ValueError("the buffer must be writeable, aligned float64")
+    if A.dtype != dtype or not A.flags.writeable or not A.flags.aligned:
+        raise ValueError(f"the buffer must be writeable, aligned {dtype.name}")
     n = A.shape[0]
-    if n > 1 and A.strides[0] != 8:
+    if n > 1 and A.strides[0] != size:
         raise ValueError("the buffer must be Fortran-ordered (unit row stride)")
-    lda = A.strides[1] // 8 if n > 1 else 1
-    if n > 1 and (A.strides[1] % 8 or lda < n):
+    lda = A.strides[1] // size if n > 1 else 1
+    if n > 1 and (A.strides[1] % size or lda < n):
         raise ValueError(f"column stride {A.strides[1]} bytes is not a leading "
                          f"dimension >= n = {n}")
     if max(n, lda) >= 2**31 or n * lda >= 2**62:
@@ -239,3 +244,77 @@ def inverse_from_cholesky_lower(A, block=None):
     _invert_triangle_lower(A, m, block)
     _gram_lower(A, m, block)
     return 0
+
+
+# ------------------------------------------------------------ float32, dsymv
+# For the classifier's float32 Newton iterations (docs/gpc.md, "Float32 early
+# iterations"), reached through fastgp.linalg: a float32 factor in a strided
+# view of a float64 buffer (any column stride), its solve, and dsymv.
+_spotrf = _fortran_routine(cython_lapack, "spotrf", 5)
+_spotrs = _fortran_routine(cython_lapack, "spotrs", 8)
+_ssyrk = _fortran_routine(cython_blas, "ssyrk", 10)
+_sgemm = _fortran_routine(cython_blas, "sgemm", 13)
+_strsm = _fortran_routine(cython_blas, "strsm", 11)
+_dsymv = _fortran_routine(cython_blas, "dsymv", 10)
+_ONE_F32 = ctypes.c_float(1.0)
+_MINUS_ONE_F32 = ctypes.c_float(-1.0)
+_ZERO = ctypes.c_double(0.0)
+
+
+def cholesky_lower_float32(A, block=None):
+    """:func:`cholesky_lower` in single precision, on ``A`` (n, n) float32
+    with unit row stride and any column stride >= n: ssyrk, spotrf, sgemm
+    and strsm per block column of ``block`` (default :data:`DEFAULT_BLOCK`).
+    Returns spotrf's info as :func:`cholesky_lower` does."""
+    n, block = A.shape[0], _check_block(block)
+    lda = leading_dimension(A, np.float32)
+    base, ld = A.ctypes.data, _int(lda)
+
+    def at(i, j):
+        return ctypes.c_void_p(base + 4 * (i + j * lda))
+
+    one, minus_one = ctypes.byref(_ONE_F32), ctypes.byref(_MINUS_ONE_F32)
+    info = ctypes.c_int(0)
+    for j in range(0, n, block):
+        jb = min(block, n - j)
+        if j > 0:
+            _ssyrk(_ch("L"), _ch("N"), _int(jb), _int(j), minus_one, at(j, 0), ld,
+                   one, at(j, j), ld)
+        _spotrf(_ch("L"), _int(jb), at(j, j), ld, ctypes.byref(info))
+        if info.value != 0:
+            return _global_info("spotrf", info.value, j)
+        below = n - j - jb
+        if below > 0:
+            if j > 0:
+                _sgemm(_ch("N"), _ch("T"), _int(below), _int(jb), _int(j), minus_one,
+                       at(j + jb, 0), ld, at(j, 0), ld, one, at(j + jb, j), ld)
+            _strsm(_ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(below), _int(jb), one,
+                   at(j, j), ld, at(j + jb, j), ld)
+    return 0
+
+
+def solve_float32(A, x):
+    """Overwrite ``x`` (n,) float32 contiguous with (L L^T)^-1 x, L the lower
+    factor in ``A`` from :func:`cholesky_lower_float32` (spotrs)."""
+    n, lda = A.shape[0], leading_dimension(A, np.float32)
+    if x.dtype != np.float32 or x.shape != (n,) or not x.flags.c_contiguous:
+        raise ValueError("x must be a contiguous float32 vector of length n")
+    info = ctypes.c_int(0)
+    _spotrs(_ch("L"), _int(n), _int(1), ctypes.c_void_p(A.ctypes.data), _int(lda),
+            ctypes.c_void_p(x.ctypes.data), _int(max(n, 1)), ctypes.byref(info))
+    _global_info("spotrs", info.value, 0)  # raises on an illegal argument
+    return x
+
+
+def symmetric_matvec(A, x, out, lower):
+    """out = S x by dsymv, S the symmetric matrix whose lower (``lower``) or
+    upper triangle, diagonal included, ``A`` (n, n) float64 holds; x and out
+    (n,) float64 contiguous."""
+    n, lda = A.shape[0], leading_dimension(A)
+    for v in (x, out):
+        if v.dtype != np.float64 or v.shape != (n,) or not v.flags.c_contiguous:
+            raise ValueError("x and out must be contiguous float64 vectors of length n")
+    _dsymv(_ch("L" if lower else "U"), _int(n), ctypes.byref(_ONE),
+           ctypes.c_void_p(A.ctypes.data), _int(lda), ctypes.c_void_p(x.ctypes.data),
+           _int(1), ctypes.byref(_ZERO), ctypes.c_void_p(out.ctypes.data), _int(1))
+    return out

@@ -38,6 +38,10 @@ __all__ = [
     "solve_lower_in_place",
     "log_det_from_factor",
     "BLOCKED_MIN_N",
+    "float32_lower_view",
+    "cholesky_float32_in_place",
+    "cho_solve_float32",
+    "symmetric_matvec",
 ]
 
 #: Order from which :func:`cholesky_in_place` and :func:`cho_inverse_in_place`
@@ -317,3 +321,73 @@ def _try_cholesky(B, tol):
         )
         return exc
     return None
+
+
+# ------------------------------------------------- float32 factors in a buffer
+# Single-precision doors for Newton's early iterations in the classifier
+# (docs/gpc.md, "Float32 early iterations"): the factor lives in a strided
+# float32 view of a float64 buffer's lower triangle, which
+# scipy.linalg.lapack's wrappers would copy, so the routines run through
+# fastgp.blocked_lapack's pointer calls with the view's leading dimension.
+
+
+def float32_lower_view(B):
+    """An (n, n) float32 view that lies inside the lower triangle (diagonal
+    included) of ``B`` (n, n) float64 F-contiguous, with a column stride of
+    2n float32 elements: element (i, j), i >= j, is 4 (n + i + 2 n j) bytes
+    from B's start, in float64 column j at row (n + i) // 2 >= j. Only the
+    view's lower triangle may be used; B's strict upper triangle is never
+    touched through it."""
+    _require_fortran(B, "float32_lower_view")
+    n = B.shape[0]
+    words = B.ravel(order="F").view(np.float32)  # a view: B is F-contiguous
+    return words.reshape((2 * n, n), order="F")[n:, :]
+
+
+def cholesky_float32_in_place(A):
+    """Overwrite the lower triangle of ``A`` (n, n) float32, unit row stride
+    and any column stride >= n (such as :func:`float32_lower_view`), with the
+    Cholesky factor of the symmetric matrix whose lower triangle it holds
+    (:func:`fastgp.blocked_lapack.cholesky_lower_float32`: reference
+    LAPACK's blocked spotrf over ssyrk, sgemm and strsm). Raises
+    NotPositiveDefiniteError (A partly overwritten)."""
+    info = blocked_lapack.cholesky_lower_float32(A)
+    if info > 0:
+        raise NotPositiveDefiniteError(info, A.shape[0])
+    return A
+
+
+def cho_solve_float32(A, y):
+    """(L L^T)^-1 y (n,) float64, with ``A`` (n, n) float32 holding the lower
+    factor L from :func:`cholesky_float32_in_place` (spotrs, in single
+    precision: relative error about cond(L L^T) x 6e-8). ``y`` is not
+    modified."""
+    x = np.array(y, dtype=np.float32, order="F", copy=True)
+    blocked_lapack.solve_float32(A, x)
+    return x.astype(np.float64)
+
+
+def symmetric_matvec(A, x, lower, diag=None):
+    """S @ x (n,) float64 for the symmetric S whose off-diagonal entries are
+    the strict lower (``lower=True``) or strict upper triangle of ``A``
+    (n, n) float64 F-contiguous and whose diagonal is ``diag`` (None: A's
+    own): one dsymv (OpenBLAS's threaded driver; one pass over the
+    triangle, no copy). The other triangle is not read. With ``diag`` given,
+    A's diagonal is swapped for it during the call and its bits restored
+    after it (they may belong to a float32 view such as
+    :func:`float32_lower_view`)."""
+    _require_fortran(A, "dsymv")
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.zeros(A.shape[0])
+    if A.shape[0] == 0:
+        return out
+    saved = None
+    if diag is not None:
+        saved = np.diagonal(A.view(np.uint64)).copy()
+        np.fill_diagonal(A, diag)
+    try:
+        blocked_lapack.symmetric_matvec(A, x, out, lower)
+    finally:
+        if saved is not None:
+            np.fill_diagonal(A.view(np.uint64), saved)
+    return out
