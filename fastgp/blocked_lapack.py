@@ -64,13 +64,15 @@ def _fortran_routine(module, name, n_args):
     return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_args))(address)
 
 
-_dgemm = _fortran_routine(cython_blas, "dgemm", 13)
-_dtrsm = _fortran_routine(cython_blas, "dtrsm", 11)
-_dtrmm = _fortran_routine(cython_blas, "dtrmm", 11)
-_dsyrk = _fortran_routine(cython_blas, "dsyrk", 10)
-_dpotrf = _fortran_routine(cython_lapack, "dpotrf", 5)
-_dtrtri = _fortran_routine(cython_lapack, "dtrtri", 6)
-_dlauum = _fortran_routine(cython_lapack, "dlauum", 5)
+# Every routine used here, by (name, number of arguments); the single
+# precision ones and dsymv serve the classifier's float32 Newton iterations.
+(_dgemm, _dtrsm, _dtrmm, _dsyrk, _sgemm, _strsm, _ssyrk, _dsymv) = (
+    _fortran_routine(cython_blas, name, n_args) for name, n_args in (
+        ("dgemm", 13), ("dtrsm", 11), ("dtrmm", 11), ("dsyrk", 10),
+        ("sgemm", 13), ("strsm", 11), ("ssyrk", 10), ("dsymv", 10)))
+(_dpotrf, _dtrtri, _dlauum, _spotrf, _spotrs) = (
+    _fortran_routine(cython_lapack, name, n_args) for name, n_args in (
+        ("dpotrf", 5), ("dtrtri", 6), ("dlauum", 5), ("spotrf", 5), ("spotrs", 8)))
 
 # Read-only constants shared by every call (thread-safe: never written).
 _CHARS = {c: ctypes.c_char(c.encode()) for c in "LRNTU"}
@@ -87,16 +89,18 @@ def _int(value):
 
 
 class _Blocks:
-    """Addresses of sub-blocks of one column-major buffer: ``at(i, j)`` is
-    the address of element (i, j), 8 (i + j lda) bytes from the start."""
+    """Addresses of sub-blocks of one column-major buffer of ``dtype``:
+    ``at(i, j)`` is the address of element (i, j), itemsize (i + j lda)
+    bytes from the start."""
 
-    def __init__(self, A):
+    def __init__(self, A, dtype=np.float64):
         self.base = A.ctypes.data
-        self.lda = leading_dimension(A)
+        self.size = np.dtype(dtype).itemsize
+        self.lda = leading_dimension(A, dtype)
         self.ld = _int(self.lda)
 
     def at(self, i, j):
-        return ctypes.c_void_p(self.base + 8 * (i + j * self.lda))
+        return ctypes.c_void_p(self.base + self.size * (i + j * self.lda))
 
 
 def leading_dimension(A, dtype=np.float64):
@@ -154,26 +158,34 @@ def cholesky_lower(A, block=None):
     whole matrix) of the first leading minor that is not positive definite;
     ``A`` is then partly overwritten, as by dpotrf.
     """
+    return _blocked_cholesky(A, block, np.float64)
+
+
+def _blocked_cholesky(A, block, dtype):
+    """:func:`cholesky_lower` with the routines of ``dtype`` (float64:
+    dsyrk, dpotrf, dgemm, dtrsm; float32: their s versions)."""
+    syrk, potrf, gemm, trsm, one, minus_one = (
+        globals()[name] for name in _CHOLESKY_ROUTINES[np.dtype(dtype)])
     n, block = A.shape[0], _check_block(block)
-    m = _Blocks(A)
+    m = _Blocks(A, dtype)
+    one, minus_one = ctypes.byref(one), ctypes.byref(minus_one)
     info = ctypes.c_int(0)
     for j in range(0, n, block):
         jb = min(block, n - j)
         if j > 0:  # A_jj -= L_j,0:j L_j,0:j^T
-            _dsyrk(_ch("L"), _ch("N"), _int(jb), _int(j), ctypes.byref(_MINUS_ONE),
-                   m.at(j, 0), m.ld, ctypes.byref(_ONE), m.at(j, j), m.ld)
-        _dpotrf(_ch("L"), _int(jb), m.at(j, j), m.ld, ctypes.byref(info))
+            syrk(_ch("L"), _ch("N"), _int(jb), _int(j), minus_one,
+                 m.at(j, 0), m.ld, one, m.at(j, j), m.ld)
+        potrf(_ch("L"), _int(jb), m.at(j, j), m.ld, ctypes.byref(info))
         if info.value != 0:
-            return _global_info("dpotrf", info.value, j)
+            return _global_info("dpotrf" if dtype == np.float64 else "spotrf", info.value, j)
         below = n - j - jb
         if below > 0:
             if j > 0:  # A_below,j -= L_below,0:j L_j,0:j^T
-                _dgemm(_ch("N"), _ch("T"), _int(below), _int(jb), _int(j),
-                       ctypes.byref(_MINUS_ONE), m.at(j + jb, 0), m.ld, m.at(j, 0), m.ld,
-                       ctypes.byref(_ONE), m.at(j + jb, j), m.ld)
+                gemm(_ch("N"), _ch("T"), _int(below), _int(jb), _int(j), minus_one,
+                     m.at(j + jb, 0), m.ld, m.at(j, 0), m.ld, one, m.at(j + jb, j), m.ld)
             # L_below,j = A_below,j L_jj^-T
-            _dtrsm(_ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(below), _int(jb),
-                   ctypes.byref(_ONE), m.at(j, j), m.ld, m.at(j + jb, j), m.ld)
+            trsm(_ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(below), _int(jb),
+                 one, m.at(j, j), m.ld, m.at(j + jb, j), m.ld)
     return 0
 
 
@@ -250,15 +262,17 @@ def inverse_from_cholesky_lower(A, block=None):
 # For the classifier's float32 Newton iterations (docs/gpc.md, "Float32 early
 # iterations"), reached through fastgp.linalg: a float32 factor in a strided
 # view of a float64 buffer (any column stride), its solve, and dsymv.
-_spotrf = _fortran_routine(cython_lapack, "spotrf", 5)
-_spotrs = _fortran_routine(cython_lapack, "spotrs", 8)
-_ssyrk = _fortran_routine(cython_blas, "ssyrk", 10)
-_sgemm = _fortran_routine(cython_blas, "sgemm", 13)
-_strsm = _fortran_routine(cython_blas, "strsm", 11)
-_dsymv = _fortran_routine(cython_blas, "dsymv", 10)
 _ONE_F32 = ctypes.c_float(1.0)
 _MINUS_ONE_F32 = ctypes.c_float(-1.0)
 _ZERO = ctypes.c_double(0.0)
+
+#: The blocked Cholesky's routines and constants by dtype, by their names in
+#: this module (looked up at call time): syrk, potrf, gemm, trsm, 1, -1.
+_CHOLESKY_ROUTINES = {
+    np.dtype(np.float64): ("_dsyrk", "_dpotrf", "_dgemm", "_dtrsm", "_ONE", "_MINUS_ONE"),
+    np.dtype(np.float32): ("_ssyrk", "_spotrf", "_sgemm", "_strsm", "_ONE_F32",
+                           "_MINUS_ONE_F32"),
+}
 
 
 def cholesky_lower_float32(A, block=None):
@@ -266,31 +280,7 @@ def cholesky_lower_float32(A, block=None):
     with unit row stride and any column stride >= n: ssyrk, spotrf, sgemm
     and strsm per block column of ``block`` (default :data:`DEFAULT_BLOCK`).
     Returns spotrf's info as :func:`cholesky_lower` does."""
-    n, block = A.shape[0], _check_block(block)
-    lda = leading_dimension(A, np.float32)
-    base, ld = A.ctypes.data, _int(lda)
-
-    def at(i, j):
-        return ctypes.c_void_p(base + 4 * (i + j * lda))
-
-    one, minus_one = ctypes.byref(_ONE_F32), ctypes.byref(_MINUS_ONE_F32)
-    info = ctypes.c_int(0)
-    for j in range(0, n, block):
-        jb = min(block, n - j)
-        if j > 0:
-            _ssyrk(_ch("L"), _ch("N"), _int(jb), _int(j), minus_one, at(j, 0), ld,
-                   one, at(j, j), ld)
-        _spotrf(_ch("L"), _int(jb), at(j, j), ld, ctypes.byref(info))
-        if info.value != 0:
-            return _global_info("spotrf", info.value, j)
-        below = n - j - jb
-        if below > 0:
-            if j > 0:
-                _sgemm(_ch("N"), _ch("T"), _int(below), _int(jb), _int(j), minus_one,
-                       at(j + jb, 0), ld, at(j, 0), ld, one, at(j + jb, j), ld)
-            _strsm(_ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(below), _int(jb), one,
-                   at(j, j), ld, at(j + jb, j), ld)
-    return 0
+    return _blocked_cholesky(A, block, np.float32)
 
 
 def solve_float32(A, x):

@@ -28,6 +28,8 @@ from fastgp.laplace import (
 )
 from fastgp.linalg import symmetric_matvec
 
+from _laplace_cases import NegativeDefinite
+
 #: The Newton iterations stop when log q rises by less than 1e-10, so values
 #: and gradients agree with scikit-learn's to well within this.
 RTOL = 1e-6
@@ -360,14 +362,7 @@ def test_laplace_objective_never_allocates_a_second_workspace(monkeypatch):
 
 def test_laplace_objective_not_positive_definite_answers_inf():
     X, y = _binary_data(n=10)
-
-    class Negative:
-        is_fast = False
-
-        def fill_lower(self, theta, diag_add, K_out):
-            K_out[...] = -50.0 * np.eye(len(y)) + diag_add
-
-    objective = LaplaceObjective(Negative(), y, Workspace(len(y)))
+    objective = LaplaceObjective(NegativeDefinite(len(y)), y, Workspace(len(y)))
     value, grad = objective(np.array([0.0]))
     assert value == np.inf and np.all(grad == 0.0)
     assert objective.value(np.array([0.0])) == np.inf

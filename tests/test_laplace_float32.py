@@ -24,6 +24,8 @@ from fastgp.linalg import (
     symmetric_matvec,
 )
 
+from _laplace_cases import NegativeDefinite
+
 RTOL = 1e-6
 
 KERNELS = {
@@ -235,14 +237,7 @@ def test_float32_failure_hands_over_to_float64(float32_on):
     """Where float32 finds B not positive definite, the float64 iterations
     take over and answer as without float32 (here: inf, B indefinite)."""
     X, y = _binary_data(n=10)
-
-    class Negative:
-        is_fast = False
-
-        def fill_lower(self, theta, diag_add, K_out):
-            K_out[...] = -50.0 * np.eye(len(y)) + diag_add
-
-    objective = LaplaceObjective(Negative(), y, Workspace(len(y)))
+    objective = LaplaceObjective(NegativeDefinite(len(y)), y, Workspace(len(y)))
     value, grad = objective(np.array([0.0]))
     assert value == np.inf and np.all(grad == 0.0)
 
