@@ -5,7 +5,7 @@ import time
 import numpy as np
 import scipy.optimize
 
-__all__ = ["Adapter", "lbfgsb_driver", "LBFGSBCounter"]
+__all__ = ["Adapter", "lbfgsb_driver", "LBFGSBCounter", "fit_estimator"]
 
 
 class Adapter:
@@ -119,3 +119,16 @@ class LBFGSBCounter:
 def lbfgsb_driver(obj_func, initial_theta, bounds):
     """scikit-learn's default optimiser, for use as ``optimizer=``."""
     return LBFGSBCounter()(obj_func, initial_theta, bounds)
+
+
+def fit_estimator(estimator, counter, X, Y):
+    """Fit a scikit-learn-style Gaussian-process ``estimator`` whose optimizer
+    is ``counter`` (an :class:`LBFGSBCounter`) on X, Y, timed: the record
+    every adapter's ``fit`` returns."""
+    start = time.perf_counter()
+    estimator.fit(X, Y)
+    wall = time.perf_counter() - start
+    return dict(wall_s=wall, n_evaluations=counter.n_evaluations,
+                n_iterations=counter.n_iterations,
+                final_nlml=-float(estimator.log_marginal_likelihood_value_),
+                theta=estimator.kernel_.theta.tolist(), message=counter.message)

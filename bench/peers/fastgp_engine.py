@@ -7,10 +7,9 @@
 included).
 """
 
-import time
 
 from .._problems import ALPHA
-from ._base import Adapter, LBFGSBCounter
+from ._base import Adapter, LBFGSBCounter, fit_estimator
 
 __all__ = ["FastGP"]
 
@@ -47,10 +46,4 @@ class FastGP(Adapter):
         self.objective = None  # the estimator allocates its own workspace
         counter = LBFGSBCounter(max_iter)
         gpr = GaussianProcessRegressor(self.problem.kernel, alpha=ALPHA, optimizer=counter)
-        start = time.perf_counter()
-        gpr.fit(self.problem.X, self.problem.Y)
-        wall = time.perf_counter() - start
-        return dict(wall_s=wall, n_evaluations=counter.n_evaluations,
-                    n_iterations=counter.n_iterations,
-                    final_nlml=-float(gpr.log_marginal_likelihood_value_),
-                    theta=gpr.kernel_.theta.tolist(), message=counter.message)
+        return fit_estimator(gpr, counter, self.problem.X, self.problem.Y)

@@ -9,10 +9,9 @@ step; ``fit`` is that estimator. Its values are stochastic estimates of the
 others' (docs/design.md, "The matrix-free path").
 """
 
-import time
 
 from .._problems import ALPHA
-from ._base import LBFGSBCounter
+from ._base import LBFGSBCounter, fit_estimator
 from .fastgp_engine import FastGP
 
 __all__ = ["FastGPIterative"]
@@ -49,10 +48,4 @@ class FastGPIterative(FastGP):
         counter = LBFGSBCounter(max_iter)
         gpr = GaussianProcessRegressor(self.problem.kernel, alpha=ALPHA, optimizer=counter,
                                        solver="iterative", random_state=0)
-        start = time.perf_counter()
-        gpr.fit(self.problem.X, self.problem.Y)
-        wall = time.perf_counter() - start
-        return dict(wall_s=wall, n_evaluations=counter.n_evaluations,
-                    n_iterations=counter.n_iterations,
-                    final_nlml=-float(gpr.log_marginal_likelihood_value_),
-                    theta=gpr.kernel_.theta.tolist(), message=counter.message)
+        return fit_estimator(gpr, counter, self.problem.X, self.problem.Y)

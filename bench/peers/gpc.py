@@ -11,9 +11,8 @@ of a fit. ``fit`` runs the estimator itself with the shared L-BFGS-B driver
 (:class:`~bench.peers._base.LBFGSBCounter`) as its callable optimizer.
 """
 
-import time
 
-from ._base import Adapter, LBFGSBCounter
+from ._base import Adapter, LBFGSBCounter, fit_estimator
 
 __all__ = ["FastGPClassifier", "SklearnClassifier"]
 
@@ -41,14 +40,8 @@ class _ClassifierAdapter(Adapter):
         self.model = None  # the fit keeps its own factor
         counter = LBFGSBCounter(max_iter)
         Estimator = self._estimator_class()
-        start = time.perf_counter()
-        model = Estimator(self.problem.kernel, optimizer=counter).fit(self.problem.X,
-                                                                      self.problem.Y)
-        wall = time.perf_counter() - start
-        return dict(wall_s=wall, n_evaluations=counter.n_evaluations,
-                    n_iterations=counter.n_iterations,
-                    final_nlml=-float(model.log_marginal_likelihood_value_),
-                    theta=model.kernel_.theta.tolist(), message=counter.message)
+        return fit_estimator(Estimator(self.problem.kernel, optimizer=counter), counter,
+                             self.problem.X, self.problem.Y)
 
 
 class FastGPClassifier(_ClassifierAdapter):

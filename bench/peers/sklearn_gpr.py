@@ -2,10 +2,9 @@
 eval_gradient=True)``, the call its fit makes per optimiser step (the
 (n, n, n_theta) gradient tensor, K^-1 and alpha alpha^T all in memory)."""
 
-import time
 
 from .._problems import ALPHA
-from ._base import Adapter, LBFGSBCounter
+from ._base import Adapter, LBFGSBCounter, fit_estimator
 
 __all__ = ["Sklearn"]
 
@@ -49,10 +48,4 @@ class Sklearn(Adapter):
         self.gpr = None
         counter = LBFGSBCounter(max_iter)
         gpr = GaussianProcessRegressor(self.problem.kernel, alpha=ALPHA, optimizer=counter)
-        start = time.perf_counter()
-        gpr.fit(self.problem.X, self.problem.Y)
-        wall = time.perf_counter() - start
-        return dict(wall_s=wall, n_evaluations=counter.n_evaluations,
-                    n_iterations=counter.n_iterations,
-                    final_nlml=-float(gpr.log_marginal_likelihood_value_),
-                    theta=gpr.kernel_.theta.tolist(), message=counter.message)
+        return fit_estimator(gpr, counter, self.problem.X, self.problem.Y)
