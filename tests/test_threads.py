@@ -3,6 +3,7 @@ only the cores that are idle when it starts (Numba and BLAS), never more than
 the user's settings, and the user's settings come back afterwards."""
 
 import os
+import time
 
 import numba
 import numpy as np
@@ -75,8 +76,6 @@ def test_threads_idle_cores_is_cheap():
     # decided before every evaluation: it must cost microseconds, not the
     # milliseconds of scanning libraries (measured about 25 us on a loaded
     # 2-core machine); a generous bound against regressions to a scan
-    import time
-
     threads.idle_cores()
     start = time.perf_counter()
     for _ in range(200):
@@ -128,3 +127,28 @@ def test_threads_policy_can_be_switched_off(monkeypatch):
     monkeypatch.setattr(threads, "idle_cores", lambda: pytest.fail("consulted"))
     X, y = _problem(threads.SERIAL_BELOW + 20)
     GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y)
+
+
+def test_threads_a_blip_of_busy_cores_keeps_the_threads(monkeypatch):
+    # The run queue reads busy once, then idle: the evaluation keeps both
+    # threads (a blip of a few milliseconds is not a competitor).
+    readings = iter([1] + [2] * 100)
+    monkeypatch.setattr(threads, "idle_cores", lambda: next(readings))
+    governor = threads.Governor(2, 2, adaptive=True)
+    assert governor.threads_now() == 2
+
+
+def test_threads_lasting_load_takes_the_threads_within_the_window(monkeypatch):
+    looks = []
+    monkeypatch.setattr(threads, "idle_cores", lambda: looks.append(1) or 1)
+    governor = threads.Governor(2, 2, adaptive=True)
+    start = time.perf_counter()
+    assert governor.threads_now() == 1
+    waited = time.perf_counter() - start
+    assert len(looks) > 1 and waited < threads.CONFIRM_WINDOW_S + 0.05
+    # after a short evaluation the window shrinks to a share of its time
+    governor.last_seconds = 1e-5
+    looks.clear()
+    start = time.perf_counter()
+    assert governor.threads_now() == 1
+    assert time.perf_counter() - start < 0.005 and len(looks) <= 2
