@@ -92,16 +92,24 @@ def make_covariance(kernel, X, warn=True):
     return KernelObjectCovariance(kernel, X)
 
 
-def _kernel_input(X):
-    """``X`` as the jitted passes take it: float64, C-contiguous, writeable.
+def kernel_input(X):
+    """Inputs X (n, d) as the jitted passes take them: transposed, (d, n),
+    float64, C-contiguous, writeable. Each input dimension's values are then
+    consecutive, so that the passes' loops over a tile of points read
+    consecutive numbers and vectorise (docs/design.md, "Inputs in column
+    order"); an F-contiguous X is not copied (its transpose is the result).
 
     Numba compiles (and caches) one specialisation per argument type, and a
     read-only array (a joblib memmap, ``writeable=False``, a broadcast view)
-    is a different type: predicting on one compiled fill_cross_cov and
-    eval_tile again, ~25 s on the 2-core CI machine. Copying an (n, d) input
-    costs O(n d) and keeps one compiled specialisation per routine.
+    or another memory layout is a different type: predicting on one compiled
+    fill_cross_cov and eval_tile again, ~25 s on the 2-core CI machine. A
+    (d, n) C-contiguous array is typed the same for every d (an (n, d)
+    F-contiguous one would not be: NumPy flags (n, 1) as C-contiguous too).
+    Copying an (n, d) input costs O(n d) and keeps one compiled
+    specialisation per routine.
     """
-    return np.require(X, dtype=np.float64, requirements=["C_CONTIGUOUS", "WRITEABLE"])
+    return np.require(np.asarray(X, dtype=np.float64).T, dtype=np.float64,
+                      requirements=["C_CONTIGUOUS", "WRITEABLE"])
 
 
 def _kernel_at(kernel, theta):
@@ -112,15 +120,29 @@ def _kernel_at(kernel, theta):
 
 
 class FastCovariance:
-    """Fast path: a lowered kernel program over training inputs X (n, d)."""
+    """Fast path: a lowered kernel program over training inputs X (n, d).
+
+    ``X_T`` (d, n) holds the inputs as the passes read them
+    (:func:`kernel_input`); ``X`` is its transpose, a view of the same
+    memory, and setting ``X`` replaces ``X_T``.
+    """
 
     is_fast = True
 
     def __init__(self, kernel, program, X):
         self.kernel = kernel
         self.program = program
-        self.X = _kernel_input(X)
+        self.X = X
         self.bounds = jitted.column_blocks(self.X.shape[0])
+
+    @property
+    def X(self):
+        """The training inputs (n, d), a view of ``X_T``; None when unset."""
+        return None if self.X_T is None else self.X_T.T
+
+    @X.setter
+    def X(self, X):
+        self.X_T = None if X is None else kernel_input(X)
 
     @property
     def n_theta(self):
@@ -131,7 +153,7 @@ class FastCovariance:
         (n, n) F-contiguous; the strict upper triangle is not touched."""
         p = self.program
         with PARALLEL_LOCK:
-            jitted.fill_cov_lower(self.X, p.ops, p.op_float, p.params(theta),
+            jitted.fill_cov_lower(self.X_T, p.ops, p.op_float, p.params(theta),
                                   p.theta_of_param, p.stack_depth, diag_add,
                                   self.bounds, K_out)
 
@@ -141,7 +163,7 @@ class FastCovariance:
         p = self.program
         partial = np.empty((self.bounds.size - 1, p.n_theta))
         with PARALLEL_LOCK:
-            jitted.grad_trace_lower(self.X, p.ops, p.op_float, p.params(theta),
+            jitted.grad_trace_lower(self.X_T, p.ops, p.op_float, p.params(theta),
                                     p.theta_of_param, p.stack_depth, p.n_theta,
                                     Kinv_lower, np.ascontiguousarray(A),
                                     self.bounds, partial)
@@ -150,10 +172,10 @@ class FastCovariance:
     def cross(self, theta, X_query):
         """k(X, X_query) as an (n, m) F-contiguous array (no white noise)."""
         p = self.program
-        Xq = _kernel_input(X_query)
-        out = np.empty((self.X.shape[0], Xq.shape[0]), order="F")
+        Xq = kernel_input(X_query)
+        out = np.empty((self.X.shape[0], Xq.shape[1]), order="F")
         with PARALLEL_LOCK:
-            jitted.fill_cross_cov(self.X, Xq, p.ops, p.op_float, p.params(theta),
+            jitted.fill_cross_cov(self.X_T, Xq, p.ops, p.op_float, p.params(theta),
                                   p.theta_of_param, p.stack_depth, out)
         return out
 
@@ -161,8 +183,8 @@ class FastCovariance:
         """k(X_query, X_query) (m, m), white noise on the diagonal included,
         as scikit-learn's ``kernel(X)``."""
         p = self.program
-        Xq = _kernel_input(X_query)
-        m = Xq.shape[0]
+        Xq = kernel_input(X_query)
+        m = Xq.shape[1]
         out = np.empty((m, m), order="F")
         with PARALLEL_LOCK:
             jitted.fill_cov_lower(Xq, p.ops, p.op_float, p.params(theta),
@@ -177,15 +199,16 @@ class FastCovariance:
         kernel object's ``diag``: O(m), nothing to gain from a pass)."""
         return _kernel_at(self.kernel, theta).diag(X_query)
 
-    def _product(self, theta, X_query, on_diagonal, n_theta, V, row_offset=0):
+    def _product(self, theta, X_query_T, on_diagonal, n_theta, V, row_offset=0):
         """The product pass: ``out[p] = k(X, X_query)^T V`` (n_theta = 0,
         p = 0) or ``dk/dtheta_p (X, X_query)^T V``; out (max(n_theta, 1), m, t).
-        on_diagonal: X_query is X[row_offset:row_offset + m]."""
+        X_query_T (d, m) as :func:`kernel_input` gives it. on_diagonal:
+        X_query is X[row_offset:row_offset + m]."""
         p = self.program
         V2 = _vector_block(V, self.X.shape[0])
-        out = np.empty((max(n_theta, 1), X_query.shape[0], V2.shape[1]))
+        out = np.empty((max(n_theta, 1), X_query_T.shape[1], V2.shape[1]))
         with PARALLEL_LOCK:
-            product_jitted.kernel_matmat(self.X, X_query, on_diagonal, row_offset,
+            product_jitted.kernel_matmat(self.X_T, X_query_T, on_diagonal, row_offset,
                                          p.ops, p.op_float, p.params(theta),
                                          p.theta_of_param, p.stack_depth,
                                          n_theta, V2, out)
@@ -198,7 +221,8 @@ class FastCovariance:
         those rows of ``matmat`` and ``dmatmat``: each output row is one pass
         iteration's, in a fixed order (docs/design.md, "Products on a
         cluster")."""
-        return self._product(theta, self.X[start:stop], True, n_theta, V, row_offset=start)
+        return self._product(theta, kernel_input(self.X[start:stop]), True, n_theta, V,
+                             row_offset=start)
 
     def bilinear_partials(self, theta, P, Q, first, last):
         """The partial sums of ``grad_bilinear`` over the column blocks
@@ -210,7 +234,7 @@ class FastCovariance:
         partial = np.empty((last - first, pr.n_theta))
         with PARALLEL_LOCK:
             product_jitted.grad_bilinear_lower(
-                self.X, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
+                self.X_T, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
                 pr.stack_depth, pr.n_theta, _vector_block(P, n),
                 _vector_block(Q, n), self.bounds[first:last + 1], partial)
         return partial
@@ -218,13 +242,13 @@ class FastCovariance:
     def matmat(self, theta, V, diag_add=None):
         """(K + diag(diag_add)) V, K = k(X, X) with the white-noise diagonal
         (what ``fill_lower`` writes). V (n,) or (n, t); result has V's shape."""
-        out = self._product(theta, self.X, True, 0, V)[0]
+        out = self._product(theta, self.X_T, True, 0, V)[0]
         return _finish_matmat(out, V, diag_add)
 
     def dmatmat(self, theta, V):
         """dK/dtheta_p V for every p: (n_theta, n, t), or (n_theta, n) for a
         vector V (n,); theta on the log scale, as ``kernel.theta``."""
-        out = self._product(theta, self.X, True, self.n_theta, V)
+        out = self._product(theta, self.X_T, True, self.n_theta, V)
         return out[:, :, 0] if np.ndim(V) == 1 else out
 
     def grad_bilinear(self, theta, P, Q):
@@ -235,7 +259,7 @@ class FastCovariance:
     def cross_matmat(self, theta, X_query, V):
         """k(X_query, X) V (m, t), or (m,) for a vector V (n,); no white
         noise, as ``cross``; no (n, m) array."""
-        out = self._product(theta, _kernel_input(X_query), False, 0, V)[0]
+        out = self._product(theta, kernel_input(X_query), False, 0, V)[0]
         return out[:, 0] if np.ndim(V) == 1 else out
 
 
@@ -305,7 +329,7 @@ class LatentCovariance(FastCovariance):
         ``kernel`` lowered for ``X.shape[1]`` inputs, every leaf with input
         derivatives (:func:`input_derivative_support`; checked here).
     X : ndarray of shape (n_samples, n_components)
-        Kept by reference where it is float64, C-contiguous and writeable (an
+        Kept by reference where it is float64, F-contiguous and writeable (an
         optimiser that moves the latent points writes into this array and the
         next call reads them), copied otherwise (as FastCovariance does).
 
@@ -354,7 +378,7 @@ class LatentCovariance(FastCovariance):
         A_T = np.ascontiguousarray(A.T)
         with PARALLEL_LOCK:
             latent_jitted.grad_latent_lower(
-                self.X, p.ops, p.op_float, p.params(theta), p.theta_of_param,
+                self.X_T, p.ops, p.op_float, p.params(theta), p.theta_of_param,
                 p.stack_depth, p.n_theta, bool(with_theta), self.want_d2, Kinv_lower,
                 A_T, self.bounds_latent, self._theta_partial, self._x_partial)
         trace_theta = self._theta_partial.sum(axis=0) if with_theta else None
@@ -364,8 +388,8 @@ class LatentCovariance(FastCovariance):
         """(k(x*, x*) (m,), dk(x*, x*)/dx* (m, n_components)) for each row x*
         of X_query (m, n_components); white noise included."""
         p = self.program
-        Xq = _kernel_input(X_query)
-        m = Xq.shape[0]
+        Xq = kernel_input(X_query)
+        m = Xq.shape[1]
         kdiag = np.empty(m)
         dkdiag = np.empty((m, self.X.shape[1]))
         latent_jitted.diag_with_dx(Xq, p.ops, p.op_float, p.params(theta), p.stack_depth,
@@ -377,10 +401,10 @@ class LatentCovariance(FastCovariance):
         row x*_c of X_query (m, n_components), x_i the training inputs;
         weights (n, m) F-contiguous (read only)."""
         p = self.program
-        Xq = _kernel_input(X_query)
-        out = np.empty((Xq.shape[0], self.X.shape[1]))
+        Xq = kernel_input(X_query)
+        out = np.empty((Xq.shape[1], self.X.shape[1]))
         with PARALLEL_LOCK:
-            latent_jitted.grad_cross_weighted(self.X, Xq, p.ops, p.op_float,
+            latent_jitted.grad_cross_weighted(self.X_T, Xq, p.ops, p.op_float,
                                               p.params(theta), p.stack_depth,
                                               self.want_d2, weights, out)
         return out

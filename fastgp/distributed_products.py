@@ -142,7 +142,7 @@ def _run_block(token, covariance, X, method, *args):
     ``covariance`` comes without its X (``X`` is a separate argument, which
     joblib's dask backend scatters once per call)."""
     if covariance is not None:
-        covariance.X = _writeable(X)
+        covariance.X = X  # as the passes read it (FastCovariance.X's setter)
     held = _covariance_for(token, covariance)
     if held is None:
         return None
@@ -155,7 +155,7 @@ def _run_block(token, covariance, X, method, *args):
 def _writeable(a):
     """``a`` as the compiled passes were compiled for: a received array may
     be read-only (a buffer from the network), which Numba would compile
-    again for (fastgp.covariance, ``_kernel_input``); copied only then."""
+    again for (fastgp.covariance.kernel_input); copied only then."""
     return np.require(a, requirements=["C_CONTIGUOUS", "WRITEABLE"])
 
 

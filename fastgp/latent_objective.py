@@ -126,9 +126,9 @@ class LatentNegLogMarginalLikelihood:
         n = Y.shape[0]
         self.n_components = int(n_components)
         self.program, _ = lower_latent_kernel(kernel, self.n_components)
-        self.X = np.zeros((n, self.n_components))
+        self.X = np.zeros((n, self.n_components), order="F")  # covariance.kernel_input's layout
         self.covariance = LatentCovariance(kernel, self.program, self.X)
-        if self.covariance.X is not self.X:  # the covariance must read our buffer
+        if not np.shares_memory(self.covariance.X_T, self.X):  # it must read our buffer
             raise AssertionError("LatentCovariance copied the latent buffer")
         self.nlml = NegLogMarginalLikelihood(self.covariance, Y, diag_add, workspace)
         self.fused = bool(fused)

@@ -12,6 +12,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import kernels as fastgp_kernels
 from fastgp._engine import interpreter as it
+from fastgp.covariance import kernel_input
 from fastgp.lowering import lower_kernel
 from test_gplvm_gradient import TILE_KERNELS, _kernel_input_derivatives
 
@@ -51,12 +52,13 @@ def _evaluate(kernel, X1, X2, mode):
     params = program.params(kernel.theta)
     V, G, D1, D2, Wk = it.allocate_scratch(program.stack_depth, program.n_theta, Q)
     n1, n2 = X1.shape[0], X2.shape[0]
+    X1_T, X2_T = kernel_input(X1), kernel_input(X2)  # the passes' layout (d, n)
     out = dict(V=np.full((n1, n2), np.nan), G=np.full((n1, n2, program.n_theta), np.nan),
                D1=np.full((n1, n2, Q), np.nan), D2=np.full((n1, n2, Q), np.nan))
     for j in range(n2):
         for i0 in range(0, n1, it.TILE):
             n = min(it.TILE, n1 - i0)
-            assert it.eval_tile(X1, i0, n, X2, j, -1, program.ops, program.op_float,
+            assert it.eval_tile(X1_T, i0, n, X2_T, j, -1, program.ops, program.op_float,
                                 params, program.theta_of_param, mode,
                                 V, G, D1, D2, Wk) == 1
             rows = slice(i0, i0 + n)
@@ -113,7 +115,7 @@ def test_eval_tile_white_noise_and_its_gradient_only_on_the_diagonal(kernel):
     V, G, D1, D2, Wk = it.allocate_scratch(program.stack_depth, program.n_theta, Q)
     n = it.TILE
     j, i0 = 3, 0  # entry t = 3 is the training diagonal (X1[3], X1[3])
-    it.eval_tile(X1, i0, n, X1, j, j - i0, program.ops, program.op_float,
+    it.eval_tile(kernel_input(X1), i0, n, kernel_input(X1), j, j - i0, program.ops, program.op_float,
                  program.params(kernel.theta), program.theta_of_param, ALL,
                  V, G, D1, D2, Wk)
     K, K_gradient = kernel(X1[:n], eval_gradient=True)

@@ -2,8 +2,9 @@
 program for one *tile* of matrix entries, with the derivatives a *mode* asks
 for (docs/design.md, "The engine").
 
-A tile is up to ``TILE`` entries k(X1[i0 + t], X2[j]), t = 0 .. n-1, of one
-column j. Evaluating a tile per operation (rather than an entry per call)
+A tile is up to ``TILE`` entries k(x_t, x'), x_t = X1[:, i0 + t] and
+x' = X2[:, j] (the inputs transposed, (Q, n): :mod:`.leaves`), t = 0 .. n-1,
+of one column j. Evaluating a tile per operation (rather than an entry per call)
 amortises the opcode dispatch over ``TILE`` entries and leaves simple loops
 that LLVM vectorises; this matters because the fill and the gradient passes
 each touch N^2 / 2 entries and must stay small beside LAPACK's N^3 work.
@@ -45,8 +46,8 @@ across tiles, one set per thread, never shared):
   subtree's theta range (``COL_T0 .. COL_T1``), so ``G`` needs no zeroing
   between tiles. The result is ``G[:n_theta]``.
 - ``D1`` (stack_depth, Q, TILE) float64: ``D1[s, k, t]`` = d(slot s) /
-  dX1[i0 + t, k] (``D_X1``); the result is ``D1[0]``.
-- ``D2`` (stack_depth, Q, TILE) float64: d(slot s) / dX2[j, k] (``D_X2``).
+  dx_t,k (``D_X1``); the result is ``D1[0]``.
+- ``D2`` (stack_depth, Q, TILE) float64: d(slot s) / dx'_k (``D_X2``).
 - ``Wk`` (4, TILE) float64: per-entry work rows of the leaves and operators.
 
 A caller that never asks for input derivatives allocates ``Q = 0``.
@@ -85,14 +86,15 @@ D_X2 = 4
 @jit(_nrt=False)
 def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
               mode, V, G, D1, D2, Wk):
-    """Evaluate the program for entries k(X1[i0 + t], X2[j]), t < n <= TILE.
+    """Evaluate the program for entries k(X1[:, i0 + t], X2[:, j]), t < n <= TILE.
 
-    X1 (n1, Q), X2 (n2, Q) float64 C-contiguous.  diag_t: the t at which the
+    X1 (Q, n1), X2 (Q, n2) float64 C-contiguous: the inputs
+    transposed (.leaves).  diag_t: the t at which the
     entry lies on the training diagonal (WhiteKernel is nonzero only there),
     or -1.  ops/op_float/theta_of_param: see fastgp.lowering.KernelProgram;
     params (n_params,) natural scale.  mode: bits VALUES, D_THETA, D_X1,
     D_X2 (module docstring).  V, G, D1, D2, Wk: scratch from
-    allocate_scratch (D1, D2 with Q = X1.shape[1] when mode asks for input
+    allocate_scratch (D1, D2 with Q = X1.shape[0] when mode asks for input
     derivatives); overwritten.
     Result: V[0, :n]; G[:n_theta, :n] if D_THETA; D1[0, :, :n] if D_X1 or
     D_X2; D2[0, :, :n] if D_X2. Returns the final stack depth (1).
@@ -100,7 +102,7 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
     want_theta = (mode & D_THETA) != 0
     want_x2 = (mode & D_X2) != 0
     want_x1 = want_x2 or (mode & D_X1) != 0
-    d = X1.shape[1]
+    d = X1.shape[0]
     sp = np.int64(0)  # typed from the start: a literal 0 would compile eval_leaf twice
     for o in range(ops.shape[0]):
         code = ops[o, op.COL_CODE]
@@ -205,7 +207,7 @@ def eval_lower_tile(X, i0, j, ops, op_float, params, theta_of_param, mode,
     Returns m. The lower-triangle passes walk column j's tiles
     ``for i0 in range(j, n, TILE)``.
     """
-    m = min(TILE, X.shape[0] - i0)
+    m = min(TILE, X.shape[1] - i0)
     eval_tile(X, i0, m, X, j, 0 if i0 == j else -1, ops, op_float, params,
               theta_of_param, mode, V, G, D1, D2, Wk)
     return m

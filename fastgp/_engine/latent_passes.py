@@ -25,7 +25,7 @@ values, theta-derivatives and input derivatives of a tile at once
 (``D_THETA | D_X1``), so each tile of K is interpreted once per gradient;
 :func:`grad_cross_weighted` and :func:`diag_with_dx` ask for input
 derivatives only. Scratch arrays are the interpreter's
-(:func:`.interpreter.allocate_scratch`, Q = X.shape[1]), one set per
+(:func:`.interpreter.allocate_scratch`, Q = X.shape[0]), one set per
 ``prange`` iteration, plus the per-block accumulators documented below.
 """
 
@@ -68,7 +68,7 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     are taken PANEL at a time so that A A^T's entries for a tile of rows are
     formed with one read of those rows of A (per-thread scratch PANEL x TILE).
 
-    X        (n, Q) float64 C-contiguous: latent points
+    X        (Q, n) float64 C-contiguous: the latent points, transposed
     ops ...  the KernelProgram arrays; params (n_params,) natural scale
     want_d2  True if the program has a non-stationary leaf (else d2 = -d1)
     Kinv     (n, n) float64 F-contiguous, lower triangle holds K^-1 (read
@@ -83,7 +83,7 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     own scratch, so the loop has no write races; the caller sums the blocks in
     block order, so the result does not depend on the number of threads.
     """
-    n, d = X.shape
+    d, n = X.shape
     T = A_T.shape[0]
     mode = np.int64(D_X1 | (D_X2 if want_d2 else 0) | (D_THETA if want_theta else 0))
     for b in prange(bounds.size - 1):
@@ -129,8 +129,9 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
                     diag_t = j - i0 if j >= i0 else -1
                     for t in range(first):
                         w[t] = 0.0
+                    kinv_column = Kinv[i0:i0 + m, j]  # a view from 0: vectorises
                     for t in range(first, m):
-                        w[t] = 2.0 * (T * Kinv[i0 + t, j] - AA[jj, t])
+                        w[t] = 2.0 * (T * kinv_column[t] - AA[jj, t])
                     if diag_t >= 0:
                         w[diag_t] *= 0.5
                     eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
@@ -167,15 +168,15 @@ def grad_cross_weighted(X_train, X_query, ops, op_float, params, stack_depth,
     """grad_out[c, k] = sum_i Omega[i, c] dk(X_train[i], X_query[c]) / dX_query[c, k]
     (no WhiteKernel term: the points are distinct draws).
 
-    X_train (n, Q), X_query (m, Q) float64 C-contiguous
+    X_train (Q, n), X_query (Q, m) float64 C-contiguous (transposed)
     Omega   (n, m) float64 F-contiguous (read only)
     grad_out (m, Q) float64, overwritten; row c by iteration c, so no races.
     """
-    n, d = X_train.shape
+    d, n = X_train.shape
     mode = np.int64(D_X1 | D_X2 if want_d2 else D_X1)  # typed: see .interpreter
     no_diagonal = np.int64(-1)
     theta_of_param = np.full(params.size, -1, dtype=np.int64)  # no theta rows
-    for c in prange(X_query.shape[0]):
+    for c in prange(X_query.shape[1]):
         j = np.int64(c)  # prange's index is unsigned: keep one eval_tile type
         V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, d)
         for k in range(d):
@@ -184,14 +185,15 @@ def grad_cross_weighted(X_train, X_query, ops, op_float, params, stack_depth,
             m = min(TILE, n - i0)
             eval_tile(X_train, i0, m, X_query, j, no_diagonal, ops, op_float,
                       params, theta_of_param, mode, V, G, D1, D2, Wk)
+            weights = Omega[i0:i0 + m, c]  # a view from 0: vectorises
             for k in range(d):
                 s = 0.0
                 if want_d2:
                     for t in range(m):
-                        s += Omega[i0 + t, c] * D2[0, k, t]
+                        s += weights[t] * D2[0, k, t]
                 else:
                     for t in range(m):
-                        s -= Omega[i0 + t, c] * D1[0, k, t]
+                        s -= weights[t] * D1[0, k, t]
                 grad_out[c, k] += s
 
 
@@ -202,10 +204,10 @@ def diag_with_dx(X_query, ops, op_float, params, stack_depth, want_d2,
     ``kernel.diag``) and dkdiag_out[c, k] = d k(x_c, x_c) / dx_c,k (both
     arguments move; zero for stationary kernels).
 
-    X_query (m, Q) float64 C-contiguous; kdiag_out (m,), dkdiag_out (m, Q)
+    X_query (Q, m) float64 C-contiguous (transposed); kdiag_out (m,), dkdiag_out (m, Q)
     float64, overwritten.
     """
-    m, d = X_query.shape
+    d, m = X_query.shape
     mode = np.int64(D_X1 | D_X2 if want_d2 else D_X1)  # typed: see .interpreter
     one, diagonal = np.int64(1), np.int64(0)
     theta_of_param = np.full(params.size, -1, dtype=np.int64)  # no theta rows

@@ -3,7 +3,8 @@ written once, in one helper per leaf.
 
 :func:`eval_leaf` is the one door the interpreter (:mod:`.interpreter`) calls
 for a leaf opcode. Every helper evaluates its kernel for one tile, the entries
-k(X1[i0 + t], X2[j]) for t < n <= TILE, and writes, from the same
+k(x_t, x') for t < n <= TILE, x_t = X1[:, i0 + t] and x' = X2[:, j] (the
+inputs are stored transposed: see below), and writes, from the same
 subexpressions,
 
 - always the values ``V[s, :n]`` (s: the leaf's stack slot);
@@ -13,12 +14,15 @@ subexpressions,
   ``K_gradient``). The leaf *assigns* its rows (a hyperparameter shared by
   all dimensions sums its per-dimension terms first), never touches another
   leaf's, and never touches the rows of fixed parameters;
-- if ``want_x1``: ``D1[s, k, :n]`` = dk/dX1[i0 + t, k] for k < Q;
+- if ``want_x1``: ``D1[s, k, :n]`` = dk/dx_t,k for k < Q;
 - if ``want_x2`` (only asked together with ``want_x1``): ``D2[s, k, :n]`` =
-  dk/dX2[j, k]; for a stationary leaf, k(x, x') = k(x - x'), that is -D1[s].
+  dk/dx'_k; for a stationary leaf, k(x, x') = k(x - x'), that is -D1[s].
 
-Arguments common to all helpers: X1 (n1, Q), X2 (n2, Q) float64
-C-contiguous; params (n_params,) natural scale; theta_of_param (n_params,)
+Arguments common to all helpers: X1 (Q, n1), X2 (Q, n2) float64
+C-contiguous, the inputs transposed (docs/design.md, "Inputs in column
+order"): a tile's values of input dimension k are read through the view
+``X1[k, i0:i0 + n]``, consecutive numbers indexed from 0, so the loops over
+the tile vectorise; params (n_params,) natural scale; theta_of_param (n_params,)
 int64; ps the leaf's first parameter slot; V, G, D1, D2, Wk the
 interpreter's scratch (:mod:`.interpreter`), indexed by stack slot s; Wk
 (4, TILE) float64 work rows, overwritten. The transcendental functions run
@@ -45,16 +49,17 @@ _SQRT5 = math.sqrt(5.0)
 
 @jit(_nrt=False)
 def scaled_sqdist(X1, i0, n, X2, j, params, pstart, m, Wk):
-    """Wk[0, t] = r2 = sum_k ((X1[i0+t, k] - X2[j, k]) / l_k)^2,
+    """Wk[0, t] = r2 = sum_k ((X1[k, i0+t] - X2[k, j]) / l_k)^2,
     l = params[pstart:pstart+m] (m == 1: one length scale for all k)."""
-    d = X1.shape[1]
+    d = X1.shape[0]
     for t in range(n):
         Wk[0, t] = 0.0
     for k in range(d):  # dimension-outer: the inner loop over t vectorises
         inv = 1.0 / (params[pstart] if m == 1 else params[pstart + k])
-        x2 = X2[j, k]
+        x2 = X2[k, j]
+        x1 = X1[k, i0:i0 + n]  # a view: indices from 0 let the loop vectorise
         for t in range(n):
-            diff = (X1[i0 + t, k] - x2) * inv
+            diff = (x1[t] - x2) * inv
             Wk[0, t] += diff * diff
 
 
@@ -124,7 +129,7 @@ def _zero_dx(n, d, s, want_x2, D1, D2):
 def _scaled_sqdist_kept(X1, i0, n, X2, j, params, theta_of_param, ls, m,
                         want_theta, want_x1, s, G, D1, Wk):
     """scaled_sqdist (Wk[0, t] = r2, l = params[ls : ls+m]) that keeps each
-    dimension's u_k = (X1[i0+t, k] - X2[j, k]) / l_k for the derivatives
+    dimension's u_k = (X1[k, i0+t] - X2[k, j]) / l_k for the derivatives
     (_radial_derivatives), so that no distance is computed twice:
 
     - if want_x1: u_k in D1[s, k, :n];
@@ -132,26 +137,27 @@ def _scaled_sqdist_kept(X1, i0, n, X2, j, params, theta_of_param, ls, m,
       length scale (ti = theta_of_param[ls + k] >= 0); rows of fixed ones
       are not touched.
     """
-    d = X1.shape[1]
+    d = X1.shape[0]
     for t in range(n):
         Wk[0, t] = 0.0
     for k in range(d):
         inv = 1.0 / (params[ls] if m == 1 else params[ls + k])
-        x2 = X2[j, k]
+        x2 = X2[k, j]
         tk = theta_of_param[ls + k] if (want_theta and m > 1) else -1
+        x1 = X1[k, i0:i0 + n]
         if want_x1:
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
+                u = (x1[t] - x2) * inv
                 D1[s, k, t] = u
                 Wk[0, t] += u * u
         elif tk >= 0:
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
+                u = (x1[t] - x2) * inv
                 G[tk, t] = u
                 Wk[0, t] += u * u
         else:
             for t in range(n):
-                u = (X1[i0 + t, k] - x2) * inv
+                u = (x1[t] - x2) * inv
                 Wk[0, t] += u * u
 
 
@@ -207,7 +213,7 @@ def _radial_leaf(code, X1, i0, n, X2, j, params, theta_of_param, ps, m,
     else:
         scaled_sqdist(X1, i0, n, X2, j, params, ps, m, Wk)
     stationary_profile(code, n, V, s, Wk)
-    _radial_derivatives(n, X1.shape[1], params, theta_of_param, ps, m,
+    _radial_derivatives(n, X1.shape[0], params, theta_of_param, ps, m,
                         want_theta, want_x1, want_x2, s, G, D1, D2, Wk)
 
 
@@ -248,7 +254,7 @@ def _rational_quadratic_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
     if ta >= 0:
         for t in range(n):
             G[ta, t] *= V[s, t]
-    _radial_derivatives(n, X1.shape[1], params, theta_of_param, ls, m,
+    _radial_derivatives(n, X1.shape[0], params, theta_of_param, ls, m,
                         want_theta, want_x1, want_x2, s, G, D1, D2, Wk)
 
 
@@ -265,7 +271,7 @@ def _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
 
     (sn c / r -> pi / p as r -> 0); sn and c come from one sincos_pi of
     the row r / p, k from one exp_inplace, and every derivative from them."""
-    d = X1.shape[1]
+    d = X1.shape[0]
     inv_l2 = 1.0 / (params[ps] * params[ps])
     p = params[ps + 1]
     dx_scale = -4.0 * math.pi / p * inv_l2
@@ -273,9 +279,10 @@ def _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
     for t in range(n):
         Wk[0, t] = 0.0
     for k in range(d):
-        x2 = X2[j, k]
+        x2 = X2[k, j]
+        x1 = X1[k, i0:i0 + n]
         for t in range(n):
-            diff = X1[i0 + t, k] - x2
+            diff = x1[t] - x2
             Wk[0, t] += diff * diff
     for t in range(n):
         r = math.sqrt(Wk[0, t])
@@ -311,9 +318,10 @@ def _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
                 G[tp, t] = 4.0 * inv_l2 * Wk[1, t] * V[s, t]
     if want_x1:
         for k in range(d):
-            x2 = X2[j, k]
+            x2 = X2[k, j]
+            x1 = X1[k, i0:i0 + n]
             for t in range(n):
-                D1[s, k, t] = Wk[2, t] * (X1[i0 + t, k] - x2)
+                D1[s, k, t] = Wk[2, t] * (x1[t] - x2)
         if want_x2:
             _mirror(n, d, s, D1, D2)
 
@@ -331,7 +339,7 @@ def _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m, m2,
         dk/dx_k = -4 (pi / p_k) sn_k c_k / l_k^2 k,  dk/dx' = -dk/dx
 
     (a shared parameter's derivative is the sum over k; a shared l's is 4 S k)."""
-    d = X1.shape[1]
+    d = X1.shape[0]
     pp = ps + m
     # Per dimension, from one sincos_pi of the row: S into V[s]; the
     # derivatives' factors before k (4 sn^2 / l^2 into l's row, 4 a sn c / l^2
@@ -348,9 +356,10 @@ def _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m, m2,
         lk = params[ps + k] if m > 1 else params[ps]
         pk = params[pp + k] if m2 > 1 else params[pp]
         inv_l2 = 1.0 / (lk * lk)
-        x2 = X2[j, k]
+        x2 = X2[k, j]
+        x1 = X1[k, i0:i0 + n]
         for t in range(n):
-            Wk[0, t] = (X1[i0 + t, k] - x2) / pk
+            Wk[0, t] = (x1[t] - x2) / pk
         sincos_pi(Wk[0], n, Wk[1], Wk[2])
         for t in range(n):
             V[s, t] += Wk[1, t] * Wk[1, t] * inv_l2
@@ -392,25 +401,30 @@ def _dot_product_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
 
         k = sigma_0^2 + x . x',  dk/dlog sigma_0 = 2 sigma_0^2,
         dk/dx = x',  dk/dx' = x   (not stationary: dk/dx' != -dk/dx)."""
-    d = X1.shape[1]
+    d = X1.shape[0]
     s0 = params[ps] * params[ps]
     for t in range(n):
-        dot = 0.0
-        for k in range(d):
-            dot += X1[i0 + t, k] * X2[j, k]
-        V[s, t] = dot + s0
+        V[s, t] = 0.0
+    for k in range(d):  # dimension-outer, as scaled_sqdist
+        x2 = X2[k, j]
+        x1 = X1[k, i0:i0 + n]
+        for t in range(n):
+            V[s, t] += x1[t] * x2
+    for t in range(n):
+        V[s, t] += s0
     ti = theta_of_param[ps] if want_theta else -1
     if ti >= 0:
         for t in range(n):
             G[ti, t] = 2.0 * s0
     if want_x1:
         for k in range(d):
-            x2 = X2[j, k]
+            x2 = X2[k, j]
             for t in range(n):
                 D1[s, k, t] = x2
             if want_x2:
+                x1 = X1[k, i0:i0 + n]
                 for t in range(n):
-                    D2[s, k, t] = X1[i0 + t, k]
+                    D2[s, k, t] = x1[t]
 
 
 @jit(_nrt=False)
@@ -462,10 +476,10 @@ def eval_leaf(X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
                                  m, want_theta, want_x1, want_x2, V, s, G, D1,
                                  D2, Wk)
     elif code == op.CONST:
-        _constant_leaf(n, X1.shape[1], params, theta_of_param, ps, want_theta,
+        _constant_leaf(n, X1.shape[0], params, theta_of_param, ps, want_theta,
                        want_x1, want_x2, V, s, G, D1, D2)
     elif code == op.WHITE:
-        _white_leaf(n, X1.shape[1], diag_t, params, theta_of_param, ps,
+        _white_leaf(n, X1.shape[0], diag_t, params, theta_of_param, ps,
                     want_theta, want_x1, want_x2, V, s, G, D1, D2)
     elif code == op.EXPSINE:
         _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, want_theta,

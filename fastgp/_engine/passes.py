@@ -63,14 +63,14 @@ def covariance_pass(kind, X, X2, ops, op_float, params, theta_of_param, stack_de
       in the blocks of ``bounds`` (no WhiteKernel term: the points are
       distinct draws, as in scikit-learn's k(X, Y)).
 
-    X (n, d), X2 (m, d) float64 C-contiguous; ops ... stack_depth: the
+    X (d, n), X2 (d, m) float64 C-contiguous (the inputs transposed); ops ... stack_depth: the
     KernelProgram arrays, params (n_params,) natural scale; n_theta: free
     hyperparameters (GRAD_TRACE); diag_add (n,) float64; M (n, n) or (n, m)
     float64 F-contiguous; A (n, T) float64 C-contiguous; bounds int64;
     partial_out (n_blocks, n_theta) float64 C-contiguous, overwritten
     (GRAD_TRACE).
     """
-    n = X.shape[0]
+    n = X.shape[1]
     # a typed, not literal, mode: see .interpreter
     mode = np.int64(D_THETA) if kind == GRAD_TRACE else np.int64(VALUES)
     n_rows = n_theta if kind == GRAD_TRACE else 0
@@ -84,8 +84,9 @@ def covariance_pass(kind, X, X2, ops, op_float, params, theta_of_param, stack_de
                     m = min(TILE, n - i0)
                     eval_tile(X, i0, m, X2, c, no_diagonal, ops, op_float, params,
                               theta_of_param, mode, V, G, D1, D2, Wk)
+                    column = M[i0:i0 + m, c]  # a view: see _weights
                     for t in range(m):
-                        M[i0 + t, c] = V[0, t]
+                        column[t] = V[0, t]
         else:
             # acc[p, t]: this block's running sum of w dK/dtheta_p over the
             # entries at offset t of their tile; summed over t once, at the
@@ -97,8 +98,9 @@ def covariance_pass(kind, X, X2, ops, op_float, params, theta_of_param, stack_de
                     m = eval_lower_tile(X, i0, j, ops, op_float, params,
                                         theta_of_param, mode, V, G, D1, D2, Wk)
                     if kind == FILL:
+                        column = M[i0:i0 + m, j]
                         for t in range(m):
-                            M[i0 + t, j] = V[0, t]
+                            column[t] = V[0, t]
                     else:
                         _weights(M, At, A, i0, m, j, w)
                         if i0 == j:
@@ -126,7 +128,7 @@ def fill_cov_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     """Write tril(k(X, X)) + diag(diag_add) into K_out; the strict upper
     triangle is not touched.
 
-    X        (n, d) float64 C-contiguous     diag_add (n,) float64 (alpha)
+    X        (d, n) float64 C-contiguous     diag_add (n,) float64 (alpha)
     ops ...  the KernelProgram arrays; params (n_params,) natural scale
     bounds   (n_blocks + 1,) int64 from column_blocks(n)
     K_out    (n, n) float64 F-contiguous, overwritten (lower triangle)
@@ -154,10 +156,10 @@ def fill_cross_cov(X_train, X_query, ops, op_float, params, theta_of_param,
                    stack_depth, K_out):
     """K_out[i, c] = k(X_train[i], X_query[c]) (no WhiteKernel term).
 
-    X_train (n, d), X_query (m, d) float64 C-contiguous
+    X_train (d, n), X_query (d, m) float64 C-contiguous (transposed)
     K_out   (n, m) float64 F-contiguous, overwritten; column c by iteration c.
     """
-    bounds = np.arange(X_query.shape[0] + 1, dtype=np.int64)
+    bounds = np.arange(X_query.shape[1] + 1, dtype=np.int64)
     covariance_pass(CROSS, X_train, X_query, ops, op_float, params, theta_of_param,
                     stack_depth, 0, _NO_VECTOR, K_out, _NO_MATRIX, bounds, _NO_MATRIX)
 
@@ -168,13 +170,18 @@ def _weights(Kinv, At, A, i0, m, j, w):
     the trace weights of the gradient pass (c_ij W_ij off the diagonal).
     The sum over the T columns of A runs in panels, one column q at a time
     over the whole tile, reading At = A^T (T, n) C-contiguous, so the loop
-    over t vectorises."""
+    over t vectorises. Rows are read through views that start at the tile
+    (``At[q, i0:i0 + m]``): indexed from 0, the loops carry no negative-index
+    test (Numba wraps a negative index around, and ``i0 + t`` could be one as
+    far as LLVM knows), and they vectorise."""
     T = At.shape[0]
     for t in range(m):
         w[t] = 0.0
     for q in range(T):
         a = A[j, q]
+        row = At[q, i0:i0 + m]
         for t in range(m):
-            w[t] += At[q, i0 + t] * a
+            w[t] += row[t] * a
+    column = Kinv[i0:i0 + m, j]
     for t in range(m):
-        w[t] = 2.0 * (T * Kinv[i0 + t, j] - w[t])
+        w[t] = 2.0 * (T * column[t] - w[t])

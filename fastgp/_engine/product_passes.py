@@ -38,7 +38,8 @@ def kernel_matmat(X1, X2, on_diagonal, row_offset, ops, op_float, params,
         n_theta == 0:  out[0, c, q] = sum_j k(X1[j], X2[c]) V[j, q]
         n_theta  > 0:  out[p, c, q] = sum_j dk(X1[j], X2[c])/dtheta_p V[j, q]
 
-    X1 (n, d), X2 (m, d) float64 C-contiguous; V (n, t) float64 C-contiguous.
+    X1 (d, n), X2 (d, m) float64 C-contiguous (the inputs transposed);
+    V (n, t) float64 C-contiguous.
     on_diagonal: True when X2 is the rows X1[row_offset:row_offset + m] of
     X1 (the training covariance, or a block of its rows: docs/design.md,
     "Products on a cluster"): WhiteKernel then adds its value on the entries
@@ -46,8 +47,8 @@ def kernel_matmat(X1, X2, on_diagonal, row_offset, ops, op_float, params,
     KernelProgram arrays and params (natural scale), as the other passes.
     out (max(n_theta, 1), m, t) float64, overwritten; row c by one iteration.
     """
-    n = X1.shape[0]
-    m_rows = X2.shape[0]
+    n = X1.shape[1]
+    m_rows = X2.shape[1]
     t_cols = V.shape[1]
     n_out = max(n_theta, 1)
     mode = np.int64(D_THETA) if n_theta > 0 else np.int64(VALUES)
@@ -97,11 +98,12 @@ def grad_bilinear_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     sum_q u_q^T dK z_q - a^T dK a in one pass (docs/design.md, "Products with
     vectors"); dK is recomputed tile by tile, never stored.
 
-    X (n, d), P and Q (n, t) float64 C-contiguous; bounds (n_blocks + 1,)
+    X (d, n) float64 C-contiguous (transposed), P and Q (n, t) float64
+    C-contiguous; bounds (n_blocks + 1,)
     int64 from :func:`.passes.column_blocks`; partial_out (n_blocks, n_theta)
     float64, overwritten; row b by iteration b.
     """
-    n = X.shape[0]
+    n = X.shape[1]
     t_cols = P.shape[1]
     mode = np.int64(D_THETA)  # a typed, not literal, mode: see .interpreter
     for b in prange(bounds.size - 1):
