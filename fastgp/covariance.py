@@ -235,8 +235,9 @@ class FastCovariance:
         with PARALLEL_LOCK:
             product_jitted.grad_bilinear_lower(
                 self.X_T, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
-                pr.stack_depth, pr.n_theta, _vector_block(P, n),
-                _vector_block(Q, n), self.bounds[first:last + 1], partial)
+                pr.stack_depth, pr.n_theta, _vector_block(P, n, transposed=True),
+                _vector_block(Q, n, transposed=True), self.bounds[first:last + 1],
+                partial)
         return partial
 
     def matmat(self, theta, V, diag_add=None):
@@ -263,12 +264,15 @@ class FastCovariance:
         return out[:, 0] if np.ndim(V) == 1 else out
 
 
-def _vector_block(V, n):
-    """V (n,) or (n, t) as a C-contiguous float64 (n, t) block."""
+def _vector_block(V, n, transposed=False):
+    """V (n,) or (n, t) as a C-contiguous float64 (n, t) block, or, if
+    ``transposed``, its transpose as a C-contiguous (t, n) block (not a copy
+    where V is F-contiguous)."""
     V = np.asarray(V, dtype=np.float64)
     if V.ndim not in (1, 2) or V.shape[0] != n:
         raise ValueError(f"expected an array of shape ({n},) or ({n}, t), got {V.shape}")
-    return np.ascontiguousarray(V.reshape(n, -1))
+    V = V.reshape(n, -1)
+    return np.ascontiguousarray(V.T if transposed else V)
 
 
 def _finish_matmat(KV, V, diag_add):

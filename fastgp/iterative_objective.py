@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from .blas_pool import release_blas_workers
 from .distributed_products import for_fit
 from .kernel_diagonal import diagonal_gradient
 from .kernel_system import KernelSystem
@@ -148,8 +149,9 @@ class IterativeNegLogMarginalLikelihood:
         n, k = U.shape[0], P.rank
         # the pass's two operands, written in place: [T/t (U - W), A, T D^-1 L]
         # and [W, -A, -D^-1 L C^-1] (no other (n, t + T + k) temporaries)
-        left = np.empty((n, t + T + k))
-        right = np.empty((n, t + T + k))
+        # F-ordered: the pass reads their transposes (copied otherwise)
+        left = np.empty((n, t + T + k), order="F")
+        right = np.empty((n, t + T + k), order="F")
         right[:, :t] = P.solve(Z)                          # W = P^-1 z_i
         np.subtract(U, right[:, :t], out=left[:, :t])
         left[:, :t] *= T / t
@@ -160,6 +162,7 @@ class IterativeNegLogMarginalLikelihood:
         np.negative(right[:, t + T:], out=right[:, t + T:])
         diagonal = diagonal_gradient(self.covariance.kernel, theta, self.covariance.X)
         exact_diagonal = T * (P.D ** -1 @ diagonal)
+        release_blas_workers()  # as KernelSystem.matmat: the pass needs every core
         return 0.5 * (exact_diagonal + self.covariance.grad_bilinear(theta, left, right))
 
     def evaluate(self, theta, with_gradient=True):

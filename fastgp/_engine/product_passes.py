@@ -85,7 +85,7 @@ def kernel_matmat(X1, X2, on_diagonal, row_offset, ops, op_float, params,
 
 @parallel_jit
 def grad_bilinear_lower(X, ops, op_float, params, theta_of_param, stack_depth,
-                        n_theta, P, Q, bounds, partial_out):
+                        n_theta, P_T, Q_T, bounds, partial_out):
     """Bilinear forms of the theta-derivatives of K with low-rank weights:
     partial_out[b, p] = the sum, over the lower-triangle entries (i, j) of
     column block b, of W_ij dK_ij/dtheta_p with the symmetric weight
@@ -98,34 +98,44 @@ def grad_bilinear_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     sum_q u_q^T dK z_q - a^T dK a in one pass (docs/design.md, "Products with
     vectors"); dK is recomputed tile by tile, never stored.
 
-    X (d, n) float64 C-contiguous (transposed), P and Q (n, t) float64
-    C-contiguous; bounds (n_blocks + 1,)
-    int64 from :func:`.passes.column_blocks`; partial_out (n_blocks, n_theta)
-    float64, overwritten; row b by iteration b.
+    X (d, n) float64 C-contiguous (transposed); P_T and Q_T (t, n) float64
+    C-contiguous, P's and Q's transposes; bounds (n_blocks + 1,) int64 from
+    :func:`.passes.column_blocks`; partial_out (n_blocks, n_theta) float64,
+    overwritten; row b by iteration b.
+
+    The weights of a tile are summed in panels, one column q of P and Q at a
+    time over the whole tile (rows of P_T and Q_T read through views from 0),
+    and the products with dK accumulate elementwise per tile offset, summed
+    once at the end, as in the dense gradient pass: every inner loop runs
+    over the tile's entries and vectorises (without reassociating a sum).
     """
     n = X.shape[1]
-    t_cols = P.shape[1]
+    t_cols = P_T.shape[0]
     mode = np.int64(D_THETA)  # a typed, not literal, mode: see .interpreter
     for b in prange(bounds.size - 1):
         Vs, G, D1, D2, Wk = allocate_scratch(stack_depth, n_theta, 0)
-        acc = np.zeros(n_theta)
+        acc = np.zeros((n_theta, TILE))
         w = np.empty(TILE)
         for j in range(bounds[b], bounds[b + 1]):
             for i0 in range(j, n, TILE):
                 width = eval_lower_tile(X, i0, j, ops, op_float, params,
                                         theta_of_param, mode, Vs, G, D1, D2, Wk)
                 for tt in range(width):
-                    i = i0 + tt
-                    s = 0.0
-                    for q in range(t_cols):
-                        s += P[i, q] * Q[j, q] + Q[i, q] * P[j, q]
-                    w[tt] = s
+                    w[tt] = 0.0
+                for q in range(t_cols):
+                    p_j = P_T[q, j]
+                    q_j = Q_T[q, j]
+                    p_rows = P_T[q, i0:i0 + width]
+                    q_rows = Q_T[q, i0:i0 + width]
+                    for tt in range(width):
+                        w[tt] += p_rows[tt] * q_j + q_rows[tt] * p_j
                 if i0 == j:
                     w[0] *= 0.5
                 for p in range(n_theta):
-                    s = 0.0
                     for tt in range(width):
-                        s += w[tt] * G[p, tt]
-                    acc[p] += s
+                        acc[p, tt] += w[tt] * G[p, tt]
         for p in range(n_theta):
-            partial_out[b, p] = acc[p]
+            s = 0.0
+            for tt in range(TILE):
+                s += acc[p, tt]
+            partial_out[b, p] = s
