@@ -37,9 +37,9 @@ on the fast path (:mod:`fastgp._engine.product_passes`): they serve the
 matrix-free solver and the Laplace classifier's Newton steps.
 
 The regression backends share the first five methods, so the objective and
-prediction do not care which one they hold. Every parallel pass runs under
-:data:`fastgp._engine.config.PARALLEL_LOCK` (Numba's workqueue is not
-thread-safe).
+prediction do not care which one they hold. Every parallel pass runs inside
+:func:`fastgp._engine.config.parallel_region` (under its lock: Numba's
+workqueue is not thread-safe; with Numba's threads started as it says).
 """
 
 import numpy as np
@@ -48,7 +48,7 @@ from ._engine import latent_passes as latent_jitted
 from ._engine import opcodes as op
 from ._engine import passes as jitted
 from ._engine import product_passes as product_jitted
-from ._engine.config import PARALLEL_LOCK
+from ._engine.config import parallel_region
 from ._user_warnings import warn_user
 from .lowering import fast_path_summary, lower_kernel
 
@@ -152,7 +152,7 @@ class FastCovariance:
         """Write tril(k(X, X)) + diag(diag_add) at ``theta`` into K_out
         (n, n) F-contiguous; the strict upper triangle is not touched."""
         p = self.program
-        with PARALLEL_LOCK:
+        with parallel_region():
             jitted.fill_cov_lower(self.X_T, p.ops, p.op_float, p.params(theta),
                                   p.theta_of_param, p.stack_depth, diag_add,
                                   self.bounds, K_out)
@@ -162,7 +162,7 @@ class FastCovariance:
         only the lower triangle of Kinv_lower (n, n) F-contiguous."""
         p = self.program
         partial = np.empty((self.bounds.size - 1, p.n_theta))
-        with PARALLEL_LOCK:
+        with parallel_region():
             jitted.grad_trace_lower(self.X_T, p.ops, p.op_float, p.params(theta),
                                     p.theta_of_param, p.stack_depth, p.n_theta,
                                     Kinv_lower, np.ascontiguousarray(A),
@@ -174,7 +174,7 @@ class FastCovariance:
         p = self.program
         Xq = kernel_input(X_query)
         out = np.empty((self.X.shape[0], Xq.shape[1]), order="F")
-        with PARALLEL_LOCK:
+        with parallel_region():
             jitted.fill_cross_cov(self.X_T, Xq, p.ops, p.op_float, p.params(theta),
                                   p.theta_of_param, p.stack_depth, out)
         return out
@@ -186,7 +186,7 @@ class FastCovariance:
         Xq = kernel_input(X_query)
         m = Xq.shape[1]
         out = np.empty((m, m), order="F")
-        with PARALLEL_LOCK:
+        with parallel_region():
             jitted.fill_cov_lower(Xq, p.ops, p.op_float, p.params(theta),
                                   p.theta_of_param, p.stack_depth, np.zeros(m),
                                   jitted.column_blocks(m), out)
@@ -207,7 +207,7 @@ class FastCovariance:
         p = self.program
         V2 = _vector_block(V, self.X.shape[0])
         out = np.empty((max(n_theta, 1), X_query_T.shape[1], V2.shape[1]))
-        with PARALLEL_LOCK:
+        with parallel_region():
             product_jitted.kernel_matmat(self.X_T, X_query_T, on_diagonal, row_offset,
                                          p.ops, p.op_float, p.params(theta),
                                          p.theta_of_param, p.stack_depth,
@@ -232,7 +232,7 @@ class FastCovariance:
         pr = self.program
         n = self.X.shape[0]
         partial = np.empty((last - first, pr.n_theta))
-        with PARALLEL_LOCK:
+        with parallel_region():
             product_jitted.grad_bilinear_lower(
                 self.X_T, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
                 pr.stack_depth, pr.n_theta, _vector_block(P, n, transposed=True),
@@ -380,7 +380,7 @@ class LatentCovariance(FastCovariance):
         """
         p = self.program
         A_T = np.ascontiguousarray(A.T)
-        with PARALLEL_LOCK:
+        with parallel_region():
             latent_jitted.grad_latent_lower(
                 self.X_T, p.ops, p.op_float, p.params(theta), p.theta_of_param,
                 p.stack_depth, p.n_theta, bool(with_theta), self.want_d2, Kinv_lower,
@@ -407,7 +407,7 @@ class LatentCovariance(FastCovariance):
         p = self.program
         Xq = kernel_input(X_query)
         out = np.empty((Xq.shape[1], self.X.shape[1]))
-        with PARALLEL_LOCK:
+        with parallel_region():
             latent_jitted.grad_cross_weighted(self.X_T, Xq, p.ops, p.op_float,
                                               p.params(theta), p.stack_depth,
                                               self.want_d2, weights, out)

@@ -21,7 +21,7 @@ DOORS = {
     "fastgp._engine": {"covariance.py", "lowering.py", "precompile.py"},
     "fastgp._engine.threads": {"fitting.py", "regressor.py", "gplvm.py", "restarts.py",
                                "distributed_products.py"},
-    # PARALLEL_LOCK for the backend; NumbaCacheWarning for the package namespace
+    # parallel_region for the backend; NumbaCacheWarning for the package namespace
     "fastgp._engine.config": {"covariance.py", "__init__.py", "precompile.py"},
     "scipy.linalg.lapack": {"linalg.py"},
     # the blocked factor and inverse that linalg.py takes for large N

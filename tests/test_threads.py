@@ -152,3 +152,44 @@ def test_threads_lasting_load_takes_the_threads_within_the_window(monkeypatch):
     start = time.perf_counter()
     assert governor.threads_now() == 1
     assert time.perf_counter() - start < 0.005 and len(looks) <= 2
+
+
+_POLICY_PROBE = """
+import os, sys
+import numpy as np
+from numba.np.ufunc import parallel
+seen = []
+original = parallel._launch_threads
+def spy():
+    if not parallel._is_initialized:
+        seen.append(os.environ.get("OMP_WAIT_POLICY"))
+    return original()
+parallel._launch_threads = spy
+from fastgp import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+X = np.linspace(0, 5, 300)[:, None]
+GaussianProcessRegressor(RBF(1.0) + WhiteKernel(0.1), optimizer=None).fit(X, np.sin(X[:, 0]))
+print(seen[0] if seen else "started", os.environ.get("OMP_WAIT_POLICY"))
+"""
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, "PASSIVE None"),  # the pool starts passive; the environment comes back
+    ({"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE ACTIVE"),  # the program's choice stands
+    ({"GOMP_SPINCOUNT": "1000"}, "None None"),
+    ({"FASTGP_OMP_PASSIVE": "0"}, "None None"),
+])
+def test_threads_numba_pool_starts_with_openmp_passive_wait_unless_chosen(env, expected):
+    # GNU OpenMP's spinning workers halve a dpotrf that follows a Numba pass
+    # (fastgp._engine.config): fastgp starts Numba's pool with the passive
+    # policy, in the environment only while the pool loads
+    import subprocess
+    import sys
+
+    child_env = {k: v for k, v in os.environ.items()
+                 if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "FASTGP_OMP_PASSIVE")}
+    child_env.update(env)
+    out = subprocess.run([sys.executable, "-c", _POLICY_PROBE], env=child_env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == expected

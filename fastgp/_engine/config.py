@@ -36,24 +36,83 @@ Numba's default ``workqueue`` threading layer aborts the process if two Python
 threads enter a parallel region at the same time. fastgp therefore runs its
 parallel kernels under :data:`PARALLEL_LOCK`; LAPACK calls, which dominate the
 cost, run outside it, so two estimators fitted in two threads still overlap.
+:func:`parallel_region` takes the lock.
+
+OpenMP workers that spin. Under Numba's ``omp`` threading layer (GNU OpenMP,
+the default where TBB is absent), the workers busy-wait after every parallel
+region before they sleep (``OMP_WAIT_POLICY`` unset: GNU's active policy).
+A fastgp evaluation follows its Numba fill with LAPACK's dpotrf on OpenBLAS's
+threads at once, and for the first milliseconds a spinning worker holds a
+core that OpenBLAS needs: on the 2-core benchmark machine at N = 2,000,
+dpotrf took 42.5 ms right after the fill and 22.1 ms with the passive policy
+(docs/benchmarks.md). So the first parallel region fastgp runs starts
+Numba's threads with ``OMP_WAIT_POLICY=PASSIVE`` in the environment (GNU
+OpenMP reads it when Numba's pool loads it), then restores the environment:
+no other library, child process or later code sees the change. Nothing is
+changed where the program set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``
+itself, where Numba's threads were already started, or with
+``FASTGP_OMP_PASSIVE=0``; the TBB and workqueue layers do not spin.
 """
 
 import functools
 import hashlib
 import inspect
+import os
 import threading
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numba
 from numba.core import caching
 
-__all__ = ["jit", "parallel_jit", "PARALLEL_LOCK", "prange", "NumbaCacheWarning"]
+__all__ = ["jit", "parallel_jit", "PARALLEL_LOCK", "parallel_region", "prange",
+           "NumbaCacheWarning", "OMP_PASSIVE_ENV", "start_numba_threads"]
 
 prange = numba.prange
 
 #: Serialises entry into Numba parallel regions (see the module docstring).
 PARALLEL_LOCK = threading.RLock()
+
+#: Environment variable: "0" leaves GNU OpenMP's wait policy as it is.
+OMP_PASSIVE_ENV = "FASTGP_OMP_PASSIVE"
+
+_threads_started = False
+
+
+def start_numba_threads():
+    """Start Numba's thread pool once, with GNU OpenMP's passive wait policy
+    unless the program chose one (module docstring). Anything that asks Numba
+    for its thread count starts the pool, so fastgp calls this first: in
+    :func:`parallel_region` and before it reads the thread count of a fit
+    (:func:`fastgp._engine.threads.threads_for`)."""
+    global _threads_started
+    if _threads_started:
+        return
+    with PARALLEL_LOCK:
+        if _threads_started:
+            return
+        from numba.np.ufunc import parallel
+
+        chosen = any(name in os.environ for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
+        passive = (not getattr(parallel, "_is_initialized", True) and not chosen
+                   and os.environ.get(OMP_PASSIVE_ENV, "1").strip() != "0")
+        if passive:
+            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            try:
+                parallel._launch_threads()
+            finally:
+                del os.environ["OMP_WAIT_POLICY"]
+        _threads_started = True
+
+
+@contextmanager
+def parallel_region():
+    """Hold :data:`PARALLEL_LOCK` around a call of a parallel routine, Numba's
+    threads started first (:func:`start_numba_threads`)."""
+    with PARALLEL_LOCK:
+        start_numba_threads()
+        yield
 
 _COMMON = dict(nogil=True, error_model="numpy", fastmath=False)
 

@@ -49,6 +49,8 @@ from contextlib import contextmanager
 
 import numba
 
+from .config import start_numba_threads
+
 __all__ = ["SERIAL_BELOW", "ADAPTIVE_ENV", "idle_cores", "Governor", "threads_for"]
 
 #: Problems with fewer samples than this run on one thread.
@@ -278,6 +280,7 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
     count (this thread's) and BLAS limits are restored on exit, whatever
     happens inside.
     """
+    start_numba_threads()  # before Numba's thread count is read (that starts them)
     before = numba.get_num_threads()
     serial = n_samples < SERIAL_BELOW
     adaptive = adaptive and not serial and _adaptive_enabled()
