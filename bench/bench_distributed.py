@@ -187,7 +187,8 @@ def main(argv=None):
     print(f"N = {problem.n} ({args.problem}), t = {t} columns per CG product, "
           f"{c} in the gradient pass; {args.workers} dask workers (1 thread each"
           f"{', direct_to_workers' if args.direct else ''}); "
-          f"{products.block_rows} rows per task ({moved['tasks']} tasks per product); "
+          f"{moved['tasks']} tasks per K V (groups of the symmetric product's "
+          f"{covariance.pair_schedule()[0].size - 1} row blocks); "
           f"{args.repeats} timed call(s)")
     print(format_table(["case", "median (s)", "x in process",
                         "task arrays per CG iteration (B)", "sent on dask's TCP (B)"],

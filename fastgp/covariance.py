@@ -134,6 +134,7 @@ class FastCovariance:
         self.program = program
         self.X = X
         self.bounds = jitted.column_blocks(self.X.shape[0])
+        self._pairs = None  # the symmetric product's schedule, made on first use
 
     @property
     def X(self):
@@ -242,9 +243,42 @@ class FastCovariance:
 
     def matmat(self, theta, V, diag_add=None):
         """(K + diag(diag_add)) V, K = k(X, X) with the white-noise diagonal
-        (what ``fill_lower`` writes). V (n,) or (n, t); result has V's shape."""
-        out = self._product(theta, self.X_T, True, 0, V)[0]
-        return _finish_matmat(out, V, diag_add)
+        (what ``fill_lower`` writes). V (n,) or (n, t); result has V's shape.
+        Each entry of K's lower triangle is evaluated once
+        (:func:`fastgp._engine.product_passes.kernel_matmat_symmetric`)."""
+        p = self.program
+        n = self.X_T.shape[1]
+        V2 = _vector_block(V, n)
+        out_T = np.empty((V2.shape[1], n))
+        with parallel_region():
+            product_jitted.kernel_matmat_symmetric(
+                self.X_T, *self.pair_schedule(), p.ops, p.op_float, p.params(theta),
+                p.theta_of_param, p.stack_depth, np.ascontiguousarray(V2.T), out_T)
+        return _finish_matmat(np.ascontiguousarray(out_T.T), V, diag_add)
+
+    def pair_schedule(self):
+        """(bounds (B + 1,), rounds) of the symmetric K V
+        (:func:`fastgp._engine.product_passes.pair_schedule`; made once)."""
+        if self._pairs is None:
+            self._pairs = product_jitted.pair_schedule(self.X_T.shape[1])
+        return self._pairs
+
+    def symmetric_rows_product(self, theta, first_block, last_block, V):
+        """The rows of K V (no diag_add) in the blocks [first_block,
+        last_block) of :meth:`pair_schedule`, with ``matmat``'s bits, computed
+        alone (a cluster worker's share: docs/design.md, "Products on a
+        cluster"); (rows, t) for V (n, t)."""
+        p = self.program
+        n = self.X_T.shape[1]
+        V2 = _vector_block(V, n)
+        bounds, rounds = self.pair_schedule()
+        out_T = np.empty((V2.shape[1], n))
+        with parallel_region():
+            product_jitted.kernel_matmat_symmetric_rows(
+                self.X_T, bounds, rounds, int(first_block), int(last_block), p.ops,
+                p.op_float, p.params(theta), p.theta_of_param, p.stack_depth,
+                np.ascontiguousarray(V2.T), out_T)
+        return np.ascontiguousarray(out_T[:, bounds[first_block]:bounds[last_block]].T)
 
     def dmatmat(self, theta, V):
         """dK/dtheta_p V for every p: (n_theta, n, t), or (n_theta, n) for a

@@ -189,8 +189,9 @@ class WorkerProducts:
         self.token = uuid.uuid4().hex
         self.traffic = Traffic()
         self._inputs_sent = False
-        self._column_groups = _group_column_blocks(covariance.bounds,
-                                                   row_blocks(n, self.block_rows).size - 1)
+        n_tasks = row_blocks(n, self.block_rows).size - 1
+        self._column_groups = _group_column_blocks(covariance.bounds, n_tasks)
+        self._pair_block_groups = _group_column_blocks(covariance.pair_schedule()[0], n_tasks)
 
     def __getattr__(self, name):
         # everything but the products is the wrapped backend's (in this process)
@@ -213,7 +214,10 @@ class WorkerProducts:
         if not self._in_workers():
             return self.covariance.matmat(theta, V, diag_add=diag_add)
         V2 = _block(V, self.X.shape[0])
-        KV = np.concatenate([part[0] for part in self._rows("rows_product", theta, 0, V2)])
+        theta = np.asarray(theta, dtype=np.float64)
+        KV = np.concatenate(self._map("symmetric_rows_product",
+                                      [(theta, int(first), int(last), V2)
+                                       for first, last in self._pair_block_groups]))
         if diag_add is not None:
             KV += np.asarray(diag_add, dtype=np.float64)[:, None] * V2
         return KV[:, 0] if np.ndim(V) == 1 else KV

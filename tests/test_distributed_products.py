@@ -48,8 +48,18 @@ def test_row_blocks_and_column_block_groups_give_the_whole_products_bits(backend
     d_whole = backend.dmatmat(theta, V)
     bounds = dp.row_blocks(n, 37)  # a ragged last block
     assert bounds[0] == 0 and bounds[-1] == n and np.all(np.diff(bounds) > 0)
+    # K V: each group of the symmetric product's row blocks, computed alone,
+    # gives those rows' bits (their share of every round replayed in order)
+    pair_bounds, rounds = backend.pair_schedule()
+    assert pair_bounds.size - 1 >= 2 and rounds.shape == (pair_bounds.size - 2,
+                                                           (pair_bounds.size - 1) // 2, 2)
+    for groups in (1, 3, pair_bounds.size - 1):
+        rows = [backend.symmetric_rows_product(theta, a, b, V)
+                for a, b in dp._group_column_blocks(pair_bounds, groups)]
+        np.testing.assert_array_equal(np.concatenate(rows), whole)
+    # the row pass (dmatmat's, and k(X*, X) V's) agrees to rounding
     rows = [backend.rows_product(theta, a, b, 0, V)[0] for a, b in zip(bounds[:-1], bounds[1:])]
-    np.testing.assert_array_equal(np.concatenate(rows), whole)
+    np.testing.assert_allclose(np.concatenate(rows), whole, rtol=1e-13, atol=1e-13)
     d_rows = [backend.rows_product(theta, a, b, backend.n_theta, V)
               for a, b in zip(bounds[:-1], bounds[1:])]
     np.testing.assert_array_equal(np.concatenate(d_rows, axis=1), d_whole)
@@ -69,7 +79,11 @@ def test_worker_products_give_the_in_process_bits_and_send_the_inputs_once(backe
     products = dp.WorkerProducts(backend, block_rows=64, always=True)
     with joblib.parallel_config(backend="threading", n_jobs=2):
         got = products.matmat(theta, V, diag_add=alpha)
-        assert products.traffic.inputs_sent == products.traffic.tasks == 5
+        # K V's tasks: groups of the symmetric product's row blocks (two at
+        # n = 300), at most one per row block of block_rows
+        kv_tasks = len(products._pair_block_groups)
+        assert kv_tasks == min(5, backend.pair_schedule()[0].size - 1) == 2
+        assert products.traffic.inputs_sent == products.traffic.tasks == kv_tasks
         np.testing.assert_array_equal(got, backend.matmat(theta, V, diag_add=alpha))
         np.testing.assert_array_equal(products.matmat(theta, V[:, 0]),
                                       backend.matmat(theta, V[:, 0]))
@@ -81,15 +95,16 @@ def test_worker_products_give_the_in_process_bits_and_send_the_inputs_once(backe
         np.testing.assert_array_equal(products.cross_matmat(theta, Xq, V),
                                       backend.cross_matmat(theta, Xq, V))
         traffic = products.traffic
-        assert traffic.inputs_sent == 5 and traffic.resent == 0  # only the first product's
-        assert traffic.calls == 6 and traffic.tasks == 5 * 5 + 2
+        assert traffic.inputs_sent == kv_tasks and traffic.resent == 0  # the first product's
+        assert traffic.calls == 6 and traffic.tasks == 2 * kv_tasks + 3 * 5 + 2
         # per row product: V to every task, K V's rows back
-        assert traffic.bytes_back >= 5 * V.nbytes
+        assert traffic.bytes_back >= 4 * V.nbytes
         # a worker process that lost the inputs (restarted) gets them again
         with dp._FITS_LOCK:
             dp._FITS.pop(products.token)
         np.testing.assert_array_equal(products.matmat(theta, V), backend.matmat(theta, V))
-        assert products.traffic.resent == 5 and products.traffic.inputs_sent == 10
+        assert products.traffic.resent == kv_tasks
+        assert products.traffic.inputs_sent == 2 * kv_tasks
 
 
 def test_worker_processes_keep_the_inputs_of_a_few_fits_only(backend):
@@ -175,11 +190,14 @@ def test_a_dask_cluster_runs_the_products_and_gives_the_local_run(ledger):
     assert {task["worker"] for task in tasks} == set(worker_pids)
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids.values()
     traffic = objective.covariance.traffic
-    assert traffic.tasks >= traffic.calls * 8 > 0  # 8 blocks of 30 rows per product
+    # K V: one task per row block of the symmetric product (two at n = 240);
+    # the gradient pass: 8 groups of column blocks
+    kv_tasks = len(objective.covariance._pair_block_groups)
+    assert kv_tasks == 2 and traffic.tasks >= traffic.calls * kv_tasks > 0
     # the objective's inputs went with its first product only; each worker
     # took them once per fit (objective, fit, prediction's system,
     # log_marginal_likelihood's objective: at most four)
-    assert traffic.inputs_sent == 8 + traffic.resent
+    assert traffic.inputs_sent == kv_tasks + traffic.resent
     for count in counts.values():
         assert count["tasks"] > 0
         assert 1 <= count["inputs_received"] <= 4
@@ -203,5 +221,5 @@ def test_distributed_benchmark_runs_at_a_tiny_n(tmp_path, capsys):
     moved = doc["per_cg_iteration"]
     # V out to the tasks and K V back, at least once each on dask's connections
     assert moved["workers_wrote"] + moved["caller_wrote"] >= 2 * doc["V_bytes"]
-    assert moved["tasks"] == 8 and moved["inputs_sent"] == 0
+    assert moved["tasks"] == 2 and moved["inputs_sent"] == 0  # 2 row blocks at N = 200
     assert "same bits as in process: yes" in capsys.readouterr().out

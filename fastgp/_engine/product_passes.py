@@ -22,7 +22,7 @@ rows) and one accumulator of t (or n_theta x t) floats per thread.
 
 import numpy as np
 
-from .config import parallel_jit, prange
+from .config import jit, parallel_jit, prange
 from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_lower_tile, eval_tile
 
 #: Row blocks of the product passes (fixed: results do not depend on threads).
@@ -81,6 +81,207 @@ def kernel_matmat(X1, X2, on_diagonal, row_offset, ops, op_float, params,
             for p in range(n_out):
                 for q in range(t_cols):
                     out[p, c, q] = acc[p, q]
+
+
+def pair_schedule(n):
+    """Row blocks and the rounds of the symmetric product
+    (:func:`kernel_matmat_symmetric`), functions of n alone.
+
+    Returns (bounds (B + 1,) int64, rounds (B - 1, B / 2, 2) int64). The rows
+    are cut into B equal blocks (B even, about n / 256, at most
+    :data:`MAX_PAIR_BLOCKS`); every pair of distinct blocks (I, J), I > J,
+    appears in exactly one round, and no block twice in a round (the circle
+    method of round-robin tournaments: block B - 1 stays, the others
+    rotate). A round's pairs therefore write disjoint rows of the output.
+    """
+    n_blocks = min(MAX_PAIR_BLOCKS, max(2, n // TILE))
+    n_blocks += n_blocks % 2
+    edges = (np.arange(n_blocks + 1) * n) // n_blocks
+    others = n_blocks - 1
+    rounds = np.empty((others, n_blocks // 2, 2), dtype=np.int64)
+    for r in range(others):
+        pairs = [(r, others)]
+        for k in range(1, n_blocks // 2):
+            pairs.append(((r + k) % others, (r - k) % others))
+        for s_, (a_, b_) in enumerate(pairs):
+            rounds[r, s_] = (max(a_, b_), min(a_, b_))
+    return edges.astype(np.int64), rounds
+
+
+#: Most row blocks of the symmetric product (B - 1 rounds of B / 2 pairs).
+MAX_PAIR_BLOCKS = 64
+
+
+@parallel_jit
+def kernel_matmat_symmetric(X, bounds, rounds, ops, op_float, params, theta_of_param,
+                            stack_depth, V_T, out_T):
+    """out = K V, K = k(X, X) with WhiteKernel's value on the diagonal, each
+    entry of K's lower triangle evaluated once and used twice (K is
+    symmetric): half the kernel evaluations of :func:`kernel_matmat`.
+
+    X (d, n) float64 C-contiguous (transposed); bounds, rounds from
+    :func:`pair_schedule` (n); V_T (t, n) float64 C-contiguous, V's
+    transpose; out_T (t, n) float64, overwritten with (K V)'s transpose.
+
+    Determinism. First every diagonal block (I, I) adds its own lower
+    triangle's products to out[I]; then, round by round, each pair (I, J)
+    of the round evaluates K[I, J] a tile at a time and adds K[I, J] V[J] to
+    out[I] and K[I, J]^T V[I] to out[J]. A round's pairs touch disjoint rows
+    and the rounds run in order, so every row's sum is taken in one fixed
+    order whatever the thread count. The bits differ from
+    :func:`kernel_matmat`'s (another summation order) by rounding only.
+
+    Every inner loop runs over a tile's rows of one column of V_T and out_T
+    (consecutive numbers, views from 0) and vectorises; K[I, J]^T V[I]
+    accumulates elementwise per tile offset (``acc``) and is summed once per
+    column j.
+    """
+    n = X.shape[1]
+    t_cols = V_T.shape[0]
+    mode = np.int64(VALUES)
+    n_blocks = bounds.size - 1
+    for q in range(t_cols):
+        for r in range(n):
+            out_T[q, r] = 0.0
+    for task in prange(n_blocks):  # the diagonal blocks
+        _symmetric_block(X, bounds[task], bounds[task + 1], bounds[task], bounds[task + 1],
+                         True, True, True, ops, op_float, params, theta_of_param,
+                         stack_depth, mode, V_T, out_T)
+    for rnd in range(rounds.shape[0]):
+        for slot in prange(rounds.shape[1]):
+            row_block, col_block = rounds[rnd, slot, 0], rounds[rnd, slot, 1]
+            _symmetric_block(X, bounds[row_block], bounds[row_block + 1],
+                             bounds[col_block], bounds[col_block + 1], False, True, True,
+                             ops, op_float, params, theta_of_param, stack_depth, mode,
+                             V_T, out_T)
+
+
+@parallel_jit
+def kernel_matmat_symmetric_rows(X, bounds, rounds, first_block, last_block, ops,
+                                 op_float, params, theta_of_param, stack_depth, V_T,
+                                 out_T):
+    """The rows of blocks [first_block, last_block) of
+    :func:`kernel_matmat_symmetric`'s product, with its bits, computed alone
+    (a cluster worker's share: docs/design.md, "Products on a cluster").
+
+    Each block replays the arithmetic that reaches its rows in the whole
+    product, in the same order: its diagonal task, then, round by round, its
+    side of the round's pair (the rows of K[I, J] V[J] when it is the pair's
+    row block, the sums of K[J, I]^T V[J] when it is the column block). The
+    pair's other side is not written, but its kernel entries are evaluated:
+    the blocks cost their full rows' evaluations. Arguments as
+    :func:`kernel_matmat_symmetric`; out_T (t, n) float64: the columns of
+    the blocks' rows are overwritten, the others are left as they were.
+    """
+    t_cols = V_T.shape[0]
+    mode = np.int64(VALUES)
+    for blk in prange(first_block, last_block):
+        for q in range(t_cols):
+            for r in range(bounds[blk], bounds[blk + 1]):
+                out_T[q, r] = 0.0
+        _symmetric_block(X, bounds[blk], bounds[blk + 1], bounds[blk], bounds[blk + 1],
+                         True, True, True, ops, op_float, params, theta_of_param,
+                         stack_depth, mode, V_T, out_T)
+        for rnd in range(rounds.shape[0]):
+            for slot in range(rounds.shape[1]):
+                row_block, col_block = rounds[rnd, slot, 0], rounds[rnd, slot, 1]
+                if row_block == blk or col_block == blk:
+                    _symmetric_block(X, bounds[row_block], bounds[row_block + 1],
+                                     bounds[col_block], bounds[col_block + 1], False,
+                                     row_block == blk, col_block == blk, ops, op_float,
+                                     params, theta_of_param, stack_depth, mode, V_T,
+                                     out_T)
+
+
+#: Lanes of the partial sums of K[I, J]^T V[I] (a vector register's doubles
+#: on AVX-512): a fixed-width inner loop that LLVM vectorises, in a fixed order.
+LANES = 8
+
+#: Columns of K evaluated together, so that each pass over a tile's rows of
+#: out^T serves GROUP columns (one load and store of out per GROUP products).
+GROUP = 4
+
+
+@jit
+def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows_side,
+                     cols_side, ops, op_float, params, theta_of_param, stack_depth, mode,
+                     V_T, out_T):
+    """One task of :func:`kernel_matmat_symmetric`: the entries (i, j) of K
+    with i in [row_first, row_last), j in [col_first, col_last) (i >= j when
+    ``diagonal``, the block's lower triangle), each added as K_ij V[j] to
+    out[i] (if ``rows_side``) and as K_ij V[i] to out[j] (if ``cols_side``;
+    on the diagonal once, with the rows). A task writes only the rows of
+    its sides, with the same arithmetic whichever it writes, so a process
+    that holds one block's rows can replay its share alone
+    (:func:`kernel_matmat_symmetric_rows`).
+
+    Columns go in groups of :data:`GROUP`: the group's tiles (rows i0 ..,
+    one per column) are evaluated into ``k_group`` (entries above the
+    diagonal zeroed), then out[i] gains the group's terms in column order
+    and each column's out[j] sum runs in :data:`LANES` partial sums (entry i
+    into lane (i - i0) mod LANES), added in lane order when the column ends.
+    All orders depend on n alone."""
+    t_cols = V_T.shape[0]
+    Vs, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
+    k_group = np.empty((GROUP, TILE))
+    v_group = np.empty(GROUP)
+    acc = np.empty((GROUP, t_cols, LANES))
+    for g0 in range(col_first, col_last, GROUP):
+        g_cols = min(GROUP, col_last - g0)
+        for c in range(GROUP):
+            for q in range(t_cols):
+                for lane in range(LANES):
+                    acc[c, q, lane] = 0.0
+        first = g0 if diagonal else row_first
+        for i0 in range(first, row_last, TILE):
+            width = min(TILE, row_last - i0)
+            for c in range(GROUP):
+                k = k_group[c]
+                if c >= g_cols:
+                    for tt in range(width):
+                        k[tt] = 0.0
+                    continue
+                j = g0 + c
+                diag_t = np.int64(j - i0) if diagonal and i0 <= j < i0 + width else np.int64(-1)
+                eval_tile(X, np.int64(i0), width, X, np.int64(j), diag_t, ops, op_float,
+                          params, theta_of_param, mode, Vs, G, D1, D2, Wk)
+                for tt in range(width):
+                    k[tt] = Vs[0, tt]
+                if diag_t >= 0:  # K_jj V[j] once; rows above j are not this column's
+                    if rows_side:
+                        for q in range(t_cols):
+                            out_T[q, j] += k[diag_t] * V_T[q, j]
+                    for tt in range(diag_t + 1):
+                        k[tt] = 0.0
+            whole = width - width % LANES
+            k0, k1, k2, k3 = k_group[0], k_group[1], k_group[2], k_group[3]
+            for q in range(t_cols):
+                for c in range(GROUP):
+                    v_group[c] = V_T[q, g0 + c] if c < g_cols else 0.0
+                v0, v1, v2, v3 = v_group[0], v_group[1], v_group[2], v_group[3]
+                v_rows = V_T[q, i0:i0 + width]
+                o_rows = out_T[q, i0:i0 + width]
+                if rows_side:
+                    for tt in range(width):
+                        o_rows[tt] += k0[tt] * v0 + k1[tt] * v1 + k2[tt] * v2 + k3[tt] * v3
+                if not cols_side:
+                    continue
+                for c in range(g_cols):
+                    k = k_group[c]
+                    lanes = acc[c, q]
+                    for base in range(0, whole, LANES):
+                        for lane in range(LANES):
+                            lanes[lane] += k[base + lane] * v_rows[base + lane]
+                    for tt in range(whole, width):
+                        lanes[tt - whole] += k[tt] * v_rows[tt]
+        if not cols_side:
+            continue
+        for c in range(g_cols):
+            for q in range(t_cols):
+                total = 0.0
+                for lane in range(LANES):
+                    total += acc[c, q, lane]
+                out_T[q, g0 + c] += total
 
 
 @parallel_jit
