@@ -85,14 +85,16 @@ def _exercise_gplvm(rng):
 
 
 def _exercise_products(rng):
-    """The product passes (K V, dK V, the bilinear gradient forms, k(X*, X) V)
-    of the matrix-free solver and the classifier, through the backend, which
+    """The product passes (K V, a cluster worker's rows of it, dK V, the
+    bilinear gradient forms, k(X*, X) V) of the matrix-free solver and the
+    classifier, through the backend, which
     hands every pass the same array layouts whichever estimator calls it."""
     X = rng.uniform(-2.0, 2.0, size=(24, 2))
     backend = make_covariance(C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1), X)
     theta = backend.kernel.theta
     block = rng.standard_normal((24, 3))
     backend.matmat(theta, block)
+    backend.symmetric_rows_product(theta, 0, 1, block)  # a cluster worker's K V
     backend.dmatmat(theta, block[:, 0])
     backend.grad_bilinear(theta, block, block)
     backend.cross_matmat(theta, X[:3] + 0.1, block)

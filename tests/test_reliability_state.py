@@ -392,6 +392,8 @@ def test_state_parallel_lock_is_held_around_every_parallel_region(monkeypatch):
     backend = make_covariance(_kernel(), X)
     block = np.ones((len(X), 2))
     backend.matmat(backend.kernel.theta, block)
+    backend.symmetric_rows_product(backend.kernel.theta, 0, 1, block)
+    backend.dmatmat(backend.kernel.theta, block)
     backend.grad_bilinear(backend.kernel.theta, block, block)
     called = {name for name, _ in held}
     assert called == {name for _, name in dispatchers}, "a parallel pass was not exercised"
