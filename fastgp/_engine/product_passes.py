@@ -132,9 +132,7 @@ def kernel_matmat_symmetric(X, bounds, rounds, ops, op_float, params, theta_of_p
     :func:`kernel_matmat`'s (another summation order) by rounding only.
 
     Every inner loop runs over a tile's rows of one column of V_T and out_T
-    (consecutive numbers, views from 0) and vectorises; K[I, J]^T V[I]
-    accumulates elementwise per tile offset (``acc``) and is summed once per
-    column j.
+    (consecutive numbers, views from 0) and vectorises (:func:`_symmetric_block`).
     """
     n = X.shape[1]
     t_cols = V_T.shape[0]
@@ -144,16 +142,12 @@ def kernel_matmat_symmetric(X, bounds, rounds, ops, op_float, params, theta_of_p
         for r in range(n):
             out_T[q, r] = 0.0
     for task in prange(n_blocks):  # the diagonal blocks
-        _symmetric_block(X, bounds[task], bounds[task + 1], bounds[task], bounds[task + 1],
-                         True, True, True, ops, op_float, params, theta_of_param,
-                         stack_depth, mode, V_T, out_T)
+        _pair_task(X, bounds, task, task, True, True, ops, op_float, params,
+                   theta_of_param, stack_depth, mode, V_T, out_T)
     for rnd in range(rounds.shape[0]):
         for slot in prange(rounds.shape[1]):
-            row_block, col_block = rounds[rnd, slot, 0], rounds[rnd, slot, 1]
-            _symmetric_block(X, bounds[row_block], bounds[row_block + 1],
-                             bounds[col_block], bounds[col_block + 1], False, True, True,
-                             ops, op_float, params, theta_of_param, stack_depth, mode,
-                             V_T, out_T)
+            _pair_task(X, bounds, rounds[rnd, slot, 0], rounds[rnd, slot, 1], True, True,
+                       ops, op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
 
 
 @parallel_jit
@@ -179,18 +173,25 @@ def kernel_matmat_symmetric_rows(X, bounds, rounds, first_block, last_block, ops
         for q in range(t_cols):
             for r in range(bounds[blk], bounds[blk + 1]):
                 out_T[q, r] = 0.0
-        _symmetric_block(X, bounds[blk], bounds[blk + 1], bounds[blk], bounds[blk + 1],
-                         True, True, True, ops, op_float, params, theta_of_param,
-                         stack_depth, mode, V_T, out_T)
+        _pair_task(X, bounds, blk, blk, True, True, ops, op_float, params,
+                   theta_of_param, stack_depth, mode, V_T, out_T)
         for rnd in range(rounds.shape[0]):
             for slot in range(rounds.shape[1]):
                 row_block, col_block = rounds[rnd, slot, 0], rounds[rnd, slot, 1]
                 if row_block == blk or col_block == blk:
-                    _symmetric_block(X, bounds[row_block], bounds[row_block + 1],
-                                     bounds[col_block], bounds[col_block + 1], False,
-                                     row_block == blk, col_block == blk, ops, op_float,
-                                     params, theta_of_param, stack_depth, mode, V_T,
-                                     out_T)
+                    _pair_task(X, bounds, row_block, col_block, row_block == blk,
+                               col_block == blk, ops, op_float, params, theta_of_param,
+                               stack_depth, mode, V_T, out_T)
+
+
+@jit
+def _pair_task(X, bounds, row_block, col_block, rows_side, cols_side, ops, op_float,
+               params, theta_of_param, stack_depth, mode, V_T, out_T):
+    """:func:`_symmetric_block` on the blocks (row_block, col_block) of
+    ``bounds``: a diagonal block's lower triangle where they are equal."""
+    _symmetric_block(X, bounds[row_block], bounds[row_block + 1], bounds[col_block],
+                     bounds[col_block + 1], row_block == col_block, rows_side, cols_side,
+                     ops, op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
 
 
 #: Lanes of the partial sums of K[I, J]^T V[I] (a vector register's doubles
