@@ -219,9 +219,11 @@ class FastCovariance:
         """Rows [start, stop) of K V (n_theta = 0; (1, stop - start, t), the
         white noise on the diagonal included, no diag_add) or of dK/dtheta_p V
         for every p ((n_theta, stop - start, t)); V (n, t). The same bits as
-        those rows of ``matmat`` and ``dmatmat``: each output row is one pass
-        iteration's, in a fixed order (docs/design.md, "Products on a
-        cluster")."""
+        those rows of ``dmatmat``: each output row is one pass iteration's, in
+        a fixed order (docs/design.md, "Products on a cluster"). ``matmat``
+        sums in another order (each lower-triangle entry once) and agrees to
+        rounding; its rows on a cluster come from
+        :meth:`symmetric_rows_product`."""
         return self._product(theta, kernel_input(self.X[start:stop]), True, n_theta, V,
                              row_offset=start)
 

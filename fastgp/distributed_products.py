@@ -12,9 +12,12 @@ Numba threads in this process, exactly as the wrapped backend. Everything
 else (``cross``, ``diag``, the attributes the preconditioner reads) is the
 wrapped backend's, in this process.
 
-- **The local run's bits.** Every output row of ``matmat``, ``dmatmat`` and
+- **The local run's bits.** Every output row of ``dmatmat`` and
   ``cross_matmat`` is one pass iteration's sum in a fixed order over the
-  columns, whichever rows share its task; ``grad_bilinear`` sums the partial
+  columns, whichever rows share its task; ``matmat``'s tasks are groups of
+  the symmetric product's row blocks, each replaying its blocks' share of
+  the in-process sums in their order
+  (``FastCovariance.symmetric_rows_product``); ``grad_bilinear`` sums the partial
   sums of :func:`fastgp._engine.passes.column_blocks` (fixed by N) in block
   order, wherever each block ran. A cluster run therefore gives the in-process
   run's bits, where the workers' CPUs run Numba's code as this one's does.
@@ -210,7 +213,8 @@ class WorkerProducts:
         return self.always or products_in_workers()
 
     def matmat(self, theta, V, diag_add=None):
-        """(K + diag(diag_add)) V as ``FastCovariance.matmat`` (the same bits)."""
+        """(K + diag(diag_add)) V as ``FastCovariance.matmat`` (the same bits),
+        one task per group of its row blocks."""
         if not self._in_workers():
             return self.covariance.matmat(theta, V, diag_add=diag_add)
         V2 = _block(V, self.X.shape[0])
