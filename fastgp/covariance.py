@@ -12,7 +12,7 @@ the methods of this module's classes, and nothing outside this module (and
 ``diag``                          k(x*, x*) for the predictive variance
 ``matmat``                        (K + diag(alpha)) V for a block of vectors V
 ``dmatmat``                       dK/dtheta_p V for every hyperparameter p
-``grad_bilinear``                 tr(P^T dK/dtheta_p Q) for every p
+``grad_bilinear``                 tr(P^T dK/dtheta_p Q) (+ s tr(S^T dK_p S))
 ``cross_matmat``                  k(X*, X) V for prediction without k(X, X*)
 ``grad_latent`` (latent only)     sum_j W_nj dk(x_n, x_j)/dx_n, with the
                                   theta trace fused into the same pass
@@ -227,20 +227,21 @@ class FastCovariance:
         return self._product(theta, kernel_input(self.X[start:stop]), True, n_theta, V,
                              row_offset=start)
 
-    def bilinear_partials(self, theta, P, Q, first, last):
+    def bilinear_partials(self, theta, P, Q, first, last, S=None, s_scale=1.0):
         """The partial sums of ``grad_bilinear`` over the column blocks
         [first, last) of ``self.bounds``: (last - first, n_theta), one row per
         block; ``grad_bilinear`` is the sum of all blocks' rows in block order.
-        P, Q (n, t)."""
+        P, Q (n, t); S (n, k) or None."""
         pr = self.program
         n = self.X.shape[0]
+        S_T = np.empty((0, n)) if S is None else _vector_block(S, n, transposed=True)
         partial = np.empty((last - first, pr.n_theta))
         with parallel_region():
             product_jitted.grad_bilinear_lower(
                 self.X_T, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
                 pr.stack_depth, pr.n_theta, _vector_block(P, n, transposed=True),
-                _vector_block(Q, n, transposed=True), self.bounds[first:last + 1],
-                partial)
+                _vector_block(Q, n, transposed=True), S_T, float(s_scale),
+                self.bounds[first:last + 1], partial)
         return partial
 
     def matmat(self, theta, V, diag_add=None):
@@ -288,10 +289,13 @@ class FastCovariance:
         out = self._product(theta, self.X_T, True, self.n_theta, V)
         return out[:, :, 0] if np.ndim(V) == 1 else out
 
-    def grad_bilinear(self, theta, P, Q):
-        """tr(P^T dK/dtheta_p Q) = sum_q P[:, q]^T dK_p Q[:, q] for every p,
-        (n_theta,); P, Q (n, t). One pass over the lower triangle."""
-        return self.bilinear_partials(theta, P, Q, 0, self.bounds.size - 1).sum(axis=0)
+    def grad_bilinear(self, theta, P, Q, S=None, s_scale=1.0):
+        """tr(P^T dK/dtheta_p Q) + s_scale tr(S^T dK/dtheta_p S) for every p,
+        (n_theta,); P, Q (n, t), S (n, k) or None (no second term; an
+        F-contiguous S is read without a copy). One pass over the lower
+        triangle; a column of S costs half a column pair of P and Q."""
+        return self.bilinear_partials(theta, P, Q, 0, self.bounds.size - 1, S,
+                                      s_scale).sum(axis=0)
 
     def cross_matmat(self, theta, X_query, V):
         """k(X_query, X) V (m, t), or (m,) for a vector V (n,); no white
@@ -500,10 +504,14 @@ class KernelObjectCovariance:
         return np.einsum("ijp,j...->pi...", self._gradient_tensor(theta),
                          np.asarray(V, dtype=np.float64))
 
-    def grad_bilinear(self, theta, P, Q):
-        return np.einsum("iq,ijp,jq->p", np.asarray(P, dtype=np.float64).reshape(len(P), -1),
-                         self._gradient_tensor(theta),
-                         np.asarray(Q, dtype=np.float64).reshape(len(Q), -1))
+    def grad_bilinear(self, theta, P, Q, S=None, s_scale=1.0):
+        dK = self._gradient_tensor(theta)
+        out = np.einsum("iq,ijp,jq->p", np.asarray(P, dtype=np.float64).reshape(len(P), -1),
+                        dK, np.asarray(Q, dtype=np.float64).reshape(len(Q), -1))
+        if S is not None:
+            S = np.asarray(S, dtype=np.float64)
+            out += s_scale * np.einsum("iq,ijp,jq->p", S, dK, S)
+        return out
 
     def cross_matmat(self, theta, X_query, V):
         return self._at(theta)(X_query, self.X) @ np.asarray(V, dtype=np.float64)

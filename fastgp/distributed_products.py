@@ -234,15 +234,19 @@ class WorkerProducts:
         out = np.concatenate(self._rows("rows_product", theta, self.n_theta, V2), axis=1)
         return out[:, :, 0] if np.ndim(V) == 1 else out
 
-    def grad_bilinear(self, theta, P, Q):
-        """tr(P^T dK/dtheta_p Q) for every p, as ``FastCovariance.grad_bilinear``:
-        the column blocks' partial sums, added in block order."""
+    def grad_bilinear(self, theta, P, Q, S=None, s_scale=1.0):
+        """tr(P^T dK/dtheta_p Q) + s_scale tr(S^T dK/dtheta_p S) for every p,
+        as ``FastCovariance.grad_bilinear``: the column blocks' partial sums,
+        added in block order."""
         if not self._in_workers():
-            return self.covariance.grad_bilinear(theta, P, Q)
+            return self.covariance.grad_bilinear(theta, P, Q, S, s_scale)
         n = self.X.shape[0]
         P2, Q2 = _block(P, n), _block(Q, n)
+        # F-ordered: each worker's pass reads S's transpose without a copy
+        S2 = None if S is None else np.asfortranarray(np.asarray(S, dtype=np.float64))
         theta = np.asarray(theta, dtype=np.float64)
-        calls = [(theta, P2, Q2, int(first), int(last)) for first, last in self._column_groups]
+        calls = [(theta, P2, Q2, int(first), int(last), S2, float(s_scale))
+                 for first, last in self._column_groups]
         parts = self._map("bilinear_partials", calls)
         return np.concatenate(parts).sum(axis=0)
 

@@ -19,8 +19,9 @@ by the Woodbury identity (the kernel's diagonal derivative and k bilinear
 forms), and tr((K~^-1 - P^-1) dK), estimated from the probes: unbiased because
 E[z z^T] = P (Hutchinson 1990 with P-distributed probes), and with a variance
 that vanishes as P approaches K~ (the preconditioner as a control variate).
-Every bilinear form of the gradient is one backend ``grad_bilinear`` pass over
-t + T + k columns.
+Every bilinear form of the gradient is one backend ``grad_bilinear`` pass:
+t + T column pairs and the k columns of the symmetric trace factor
+S = D^-1 L_k C_L^-T (:meth:`fastgp.preconditioner.PivotedCholeskyPreconditioner.into_trace_factor`).
 
 The standard normal draws e_i, g_i are made once per objective from its seed,
 so the objective is one deterministic function of theta for the whole fit.
@@ -146,24 +147,24 @@ class IterativeNegLogMarginalLikelihood:
         if self.covariance.n_theta == 0:
             return np.zeros(0)
         P = system.preconditioner
-        n, k = U.shape[0], P.rank
-        # the pass's two operands, written in place: [T/t (U - W), A, T D^-1 L]
-        # and [W, -A, -D^-1 L C^-1] (no other (n, t + T + k) temporaries)
+        n = U.shape[0]
+        # the pass's pairs, written in place: [T/t (U - W), A] and [W, -A];
         # F-ordered: the pass reads their transposes (copied otherwise)
-        left = np.empty((n, t + T + k), order="F")
-        right = np.empty((n, t + T + k), order="F")
+        left = np.empty((n, t + T), order="F")
+        right = np.empty((n, t + T), order="F")
         right[:, :t] = P.solve(Z)                          # W = P^-1 z_i
         np.subtract(U, right[:, :t], out=left[:, :t])
         left[:, :t] *= T / t
-        left[:, t:t + T] = A
-        np.negative(A, out=right[:, t:t + T])
-        P.trace_factors(left[:, t + T:], right[:, t + T:])
-        left[:, t + T:] *= T
-        np.negative(right[:, t + T:], out=right[:, t + T:])
+        left[:, t:] = A
+        np.negative(A, out=right[:, t:])
         diagonal = diagonal_gradient(self.covariance.kernel, theta, self.covariance.X)
         exact_diagonal = T * (P.D ** -1 @ diagonal)
+        # tr(P^-1 dK) = sum_i dK_ii / D_i - tr(S^T dK S), S in L's memory
+        # (P is spent: this system is the evaluation's own)
+        S = P.into_trace_factor()
         release_blas_workers()  # as KernelSystem.matmat: the pass needs every core
-        return 0.5 * (exact_diagonal + self.covariance.grad_bilinear(theta, left, right))
+        return 0.5 * (exact_diagonal
+                      + self.covariance.grad_bilinear(theta, left, right, S, -T))
 
     def evaluate(self, theta, with_gradient=True):
         """(value, gradient or None) at theta; raises NotPositiveDefiniteError."""

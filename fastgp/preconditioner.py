@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.blas import dtrsm
 
 __all__ = ["PivotedCholeskyPreconditioner", "pivoted_cholesky", "build_preconditioner"]
 
@@ -40,10 +41,6 @@ PIVOT_RELATIVE_FLOOR = 1e-10
 #: D is kept at least this fraction of K~'s largest diagonal, so that P
 #: stays positive definite where the noise is below rounding.
 DIAGONAL_RELATIVE_FLOOR = 1e-14
-
-#: Rows per chunk of :meth:`PivotedCholeskyPreconditioner.trace_factors`.
-_TRACE_ROWS = 4096
-
 
 def pivoted_cholesky(column, diagonal, rank):
     """Partial pivoted Cholesky of a positive semi-definite matrix K, from
@@ -115,6 +112,7 @@ class PivotedCholeskyPreconditioner:
 
     def solve(self, V):
         """P^-1 V for V (n,) or (n, c) float64 (Woodbury); a new array."""
+        self._check_not_spent()
         V = np.asarray(V, dtype=np.float64)
         column = V.ndim == 1
         V2 = V.reshape(len(V), -1)
@@ -125,15 +123,31 @@ class PivotedCholeskyPreconditioner:
             out -= correction
         return out[:, 0] if column else out
 
-    def trace_factors(self, left, right):
-        """Write D^-1 L into ``left`` and D^-1 L C^-1 into ``right``, both
-        (n, k) float64 (views allowed): for any symmetric M,
-        tr(P^-1 M) = sum_i M_ii / D_i - tr(left^T M right)."""
-        np.divide(self.L, self.D[:, None], out=left)
-        if self.rank:  # in row chunks: no (n, k) temporary
-            for start in range(0, len(left), _TRACE_ROWS):
-                rows = slice(start, start + _TRACE_ROWS)
-                right[rows] = cho_solve(self._C, left[rows].T).T
+    def into_trace_factor(self):
+        """Overwrite L with S = D^-1 L C_L^-T, C = C_L C_L^T (the Cholesky
+        factor of C), and return it: (n, k) float64, L's memory. Since
+        P^-1 = D^-1 - D^-1 L C^-1 L^T D^-1 and C^-1 = C_L^-T C_L^-1, for any
+        symmetric M
+
+            tr(P^-1 M) = sum_i M_ii / D_i - tr(S^T M S),
+
+        a symmetric form that the gradient's bilinear pass takes at half
+        the cost of a pair (``FastCovariance.grad_bilinear``'s S), with no
+        (n, k) array beside L. The preconditioner is spent: ``solve`` and
+        ``probes`` raise afterwards."""
+        self._check_not_spent()
+        self._spent = True
+        S = self.L
+        S /= self.D[:, None]
+        if self.rank:  # S <- S C_L^-T (BLAS dtrsm from the right, in place)
+            S = dtrsm(1.0, self._C[0], S, side=1, lower=1, trans_a=1, overwrite_b=1)
+        self.L = S
+        return S
+
+    def _check_not_spent(self):
+        if getattr(self, "_spent", False):
+            raise RuntimeError("this preconditioner's factor was overwritten by "
+                               "into_trace_factor()")
 
     def probes(self, E, G):
         """Probes with covariance P: L E[:k] + D^1/2 G.
@@ -142,6 +156,7 @@ class PivotedCholeskyPreconditioner:
         G : ndarray (n, t) standard normal draws
         Returns (n, t) float64.
         """
+        self._check_not_spent()
         return self.L @ E[: self.rank] + np.sqrt(self.D)[:, None] * G
 
 

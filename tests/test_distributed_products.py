@@ -66,9 +66,10 @@ def test_row_blocks_and_column_block_groups_give_the_whole_products_bits(backend
     groups = dp._group_column_blocks(backend.bounds, 7)
     assert groups[0][0] == 0 and groups[-1][1] == backend.bounds.size - 1
     assert all(a == b for (_, a), (b, _) in zip(groups[:-1], groups[1:]))
-    parts = [backend.bilinear_partials(theta, P, Q, a, b) for a, b in groups]
+    S = np.asfortranarray(P[:, :2])
+    parts = [backend.bilinear_partials(theta, P, Q, a, b, S, -2.0) for a, b in groups]
     np.testing.assert_array_equal(np.concatenate(parts).sum(axis=0),
-                                  backend.grad_bilinear(theta, P, Q))
+                                  backend.grad_bilinear(theta, P, Q, S, -2.0))
 
 
 def test_worker_products_give_the_in_process_bits_and_send_the_inputs_once(backend):
@@ -90,8 +91,8 @@ def test_worker_products_give_the_in_process_bits_and_send_the_inputs_once(backe
         np.testing.assert_array_equal(products.dmatmat(theta, V), backend.dmatmat(theta, V))
         np.testing.assert_array_equal(products.dmatmat(theta, V[:, 1]),
                                       backend.dmatmat(theta, V[:, 1]))
-        np.testing.assert_array_equal(products.grad_bilinear(theta, P, Q),
-                                      backend.grad_bilinear(theta, P, Q))
+        np.testing.assert_array_equal(products.grad_bilinear(theta, P, Q, P[:, :2], 3.0),
+                                      backend.grad_bilinear(theta, P, Q, P[:, :2], 3.0))
         np.testing.assert_array_equal(products.cross_matmat(theta, Xq, V),
                                       backend.cross_matmat(theta, Xq, V))
         traffic = products.traffic

@@ -140,12 +140,15 @@ def test_preconditioner_solve_log_det_and_diagonal(rank):
     np.testing.assert_allclose(P.solve(V[:, 0]), np.linalg.solve(dense, V[:, 0]),
                                rtol=1e-8, atol=1e-10)
     assert P.log_det == pytest.approx(np.linalg.slogdet(dense)[1], rel=1e-12, abs=1e-9)
-    left, right = np.empty((len(K), P.rank)), np.empty((len(K), P.rank))
-    P.trace_factors(left, right)
+    L = P.L
+    S = P.into_trace_factor()
+    assert S is L or np.shares_memory(S, L)  # in place: no (n, k) array beside L
     M = rng.standard_normal(K.shape)
     M = M + M.T
     exact = np.trace(np.linalg.solve(dense, M))
-    assert np.sum(np.diag(M) / P.D) - np.trace(left.T @ M @ right) == pytest.approx(exact, rel=1e-8)
+    assert np.sum(np.diag(M) / P.D) - np.trace(S.T @ M @ S) == pytest.approx(exact, rel=1e-8)
+    with pytest.raises(RuntimeError, match="into_trace_factor"):
+        P.solve(V)
 
 
 def test_preconditioner_at_full_rank_is_the_model_matrix():

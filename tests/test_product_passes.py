@@ -69,6 +69,15 @@ def test_grad_bilinear_is_the_trace_of_the_low_rank_form(problem):
     got = covariance.grad_bilinear(theta, P, Q)
     np.testing.assert_allclose(got, expected, rtol=1e-10,
                                atol=1e-12 * np.abs(P).max() * np.abs(Q).max() * N)
+    # with a symmetric part s tr(S^T dK S), S F-ordered as the objective's
+    S = np.asfortranarray(rng.standard_normal((N, 3)))
+    expected_s = expected - 2.5 * np.einsum("iq,ijp,jq->p", S, K_gradient, S)
+    got_s = covariance.grad_bilinear(theta, P, Q, S, -2.5)
+    np.testing.assert_allclose(got_s, expected_s, rtol=1e-10,
+                               atol=1e-12 * 3.0 * np.abs(S).max() ** 2 * N)
+    # the symmetric part alone (no pairs), and S == P == Q, agree
+    np.testing.assert_allclose(covariance.grad_bilinear(theta, S[:, :0], S[:, :0], S, 1.0),
+                               covariance.grad_bilinear(theta, S, S), rtol=1e-12)
 
 
 def test_cross_matmat_matches_the_cross_covariance(problem):
@@ -88,8 +97,9 @@ def test_fallback_backend_gives_the_same_products(problem):
     diag_add = rng.uniform(0.0, 0.2, size=N)
     _close(slow.matmat(theta, V, diag_add), covariance.matmat(theta, V, diag_add))
     _close(slow.dmatmat(theta, V[:, 0]), covariance.dmatmat(theta, V[:, 0]))
-    np.testing.assert_allclose(slow.grad_bilinear(theta, V, V[:, ::-1]),
-                               covariance.grad_bilinear(theta, V, V[:, ::-1]), rtol=1e-10)
+    np.testing.assert_allclose(slow.grad_bilinear(theta, V, V[:, ::-1], V[:, :1], -3.0),
+                               covariance.grad_bilinear(theta, V, V[:, ::-1], V[:, :1], -3.0),
+                               rtol=1e-10)
     _close(slow.cross_matmat(theta, X[:9], V), covariance.cross_matmat(theta, X[:9], V))
 
 
@@ -102,7 +112,7 @@ def test_products_do_not_depend_on_the_thread_count(problem):
     def run(count):
         numba.set_num_threads(count)
         return (covariance.matmat(theta, V), covariance.dmatmat(theta, V),
-                covariance.grad_bilinear(theta, V, V[:, ::-1]),
+                covariance.grad_bilinear(theta, V, V[:, ::-1], V, 0.5),
                 covariance.cross_matmat(theta, X[:77], V))
 
     default = numba.get_num_threads()

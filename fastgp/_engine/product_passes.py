@@ -23,7 +23,7 @@ rows) and one accumulator of t (or n_theta x t) floats per thread.
 import numpy as np
 
 from .config import jit, parallel_jit, prange
-from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_lower_tile, eval_tile
+from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_tile
 
 #: Row blocks of the product passes (fixed: results do not depend on threads).
 MAX_ROW_BLOCKS = 256
@@ -286,57 +286,88 @@ def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows
                 out_T[q, g0 + c] += acc[c, q]
 
 
+#: Columns j of the bilinear pass handled together: each read of a tile's
+#: rows of the vector panels (from L2 at t + T + k = 117 columns) serves
+#: this many columns' weights (:func:`grad_bilinear_lower`).
+WEIGHT_GROUP = 8
+
+
 @parallel_jit
 def grad_bilinear_lower(X, ops, op_float, params, theta_of_param, stack_depth,
-                        n_theta, P_T, Q_T, bounds, partial_out):
+                        n_theta, P_T, Q_T, S_T, s_scale, bounds, partial_out):
     """Bilinear forms of the theta-derivatives of K with low-rank weights:
     partial_out[b, p] = the sum, over the lower-triangle entries (i, j) of
     column block b, of W_ij dK_ij/dtheta_p with the symmetric weight
-    W = P Q^T + Q P^T off the diagonal and (P Q^T)_ii on it, so that
+    W = P Q^T + Q P^T + 2 s S S^T off the diagonal and (P Q^T + s S S^T)_ii
+    on it (s = ``s_scale``), so that
 
-        partial_out.sum(0)[p] = sum_q P[:, q]^T dK/dtheta_p Q[:, q]
-                              = tr(P^T dK/dtheta_p Q).
+        partial_out.sum(0)[p] = tr(P^T dK/dtheta_p Q) + s tr(S^T dK/dtheta_p S).
 
-    With P = [U, a], Q = [Z, -a] this is the matrix-free gradient's
-    sum_q u_q^T dK z_q - a^T dK a in one pass (docs/design.md, "Products with
-    vectors"); dK is recomputed tile by tile, never stored.
+    With P = [U, a], Q = [Z, -a] the first term is the matrix-free gradient's
+    sum_q u_q^T dK z_q - a^T dK a, and S its preconditioner's trace factor
+    (docs/design.md, "Products with vectors"): one pass, dK recomputed tile
+    by tile, never stored. A symmetric column costs half a pair's
+    arithmetic and one panel instead of two.
 
-    X (d, n) float64 C-contiguous (transposed); P_T and Q_T (t, n) float64
-    C-contiguous, P's and Q's transposes; bounds (n_blocks + 1,) int64 from
-    :func:`.passes.column_blocks`; partial_out (n_blocks, n_theta) float64,
-    overwritten; row b by iteration b.
+    X (d, n) float64 C-contiguous (transposed); P_T and Q_T (t, n), S_T
+    (k, n) float64 C-contiguous, the transposes (t or k may be 0); bounds
+    (n_blocks + 1,) int64 from :func:`.passes.column_blocks`; partial_out
+    (n_blocks, n_theta) float64, overwritten; row b by iteration b.
 
-    The weights of a tile are summed in panels, one column q of P and Q at a
-    time over the whole tile (rows of P_T and Q_T read through views from 0),
-    and the products with dK accumulate elementwise per tile offset, summed
-    once at the end, as in the dense gradient pass: every inner loop runs
-    over the tile's entries and vectorises (without reassociating a sum).
+    Columns j go in groups of :data:`WEIGHT_GROUP`; for each tile of rows
+    i0 .. (the first starts at the group's first column), the group's
+    weights are summed one panel column q at a time (rows of P_T, Q_T, S_T
+    read through views from 0, once per group), entries above the diagonal
+    zeroed; then each column's tile of dK is evaluated and its products
+    with the weights accumulate elementwise per tile offset, summed once at
+    the end, as in the dense gradient pass. Every inner loop runs over a
+    tile's entries and vectorises without reassociating a sum; every order
+    depends on n alone.
     """
     n = X.shape[1]
     t_cols = P_T.shape[0]
+    s_cols = S_T.shape[0]
     mode = np.int64(D_THETA)  # a typed, not literal, mode: see .interpreter
     for b in prange(bounds.size - 1):
         Vs, G, D1, D2, Wk = allocate_scratch(stack_depth, n_theta, 0)
         acc = np.zeros((n_theta, TILE))
-        w = np.empty(TILE)
-        for j in range(bounds[b], bounds[b + 1]):
-            for i0 in range(j, n, TILE):
-                width = eval_lower_tile(X, i0, j, ops, op_float, params,
-                                        theta_of_param, mode, Vs, G, D1, D2, Wk)
-                for tt in range(width):
-                    w[tt] = 0.0
+        W = np.empty((WEIGHT_GROUP, TILE))
+        j_first, j_last = bounds[b], bounds[b + 1]
+        for g0 in range(j_first, j_last, WEIGHT_GROUP):
+            g_cols = min(WEIGHT_GROUP, j_last - g0)
+            for i0 in range(g0, n, TILE):
+                width = min(TILE, n - i0)
+                W[:, :] = 0.0
                 for q in range(t_cols):
-                    p_j = P_T[q, j]
-                    q_j = Q_T[q, j]
                     p_rows = P_T[q, i0:i0 + width]
                     q_rows = Q_T[q, i0:i0 + width]
-                    for tt in range(width):
-                        w[tt] += p_rows[tt] * q_j + q_rows[tt] * p_j
-                if i0 == j:
-                    w[0] *= 0.5
-                for p in range(n_theta):
-                    for tt in range(width):
-                        acc[p, tt] += w[tt] * G[p, tt]
+                    for c in range(g_cols):
+                        p_j = P_T[q, g0 + c]
+                        q_j = Q_T[q, g0 + c]
+                        w = W[c]
+                        for tt in range(width):
+                            w[tt] += p_rows[tt] * q_j + q_rows[tt] * p_j
+                for q in range(s_cols):
+                    s_rows = S_T[q, i0:i0 + width]
+                    for c in range(g_cols):
+                        s_j = 2.0 * s_scale * S_T[q, g0 + c]
+                        w = W[c]
+                        for tt in range(width):
+                            w[tt] += s_rows[tt] * s_j
+                for c in range(g_cols):
+                    j = g0 + c
+                    w = W[c]
+                    diag_t = np.int64(-1)
+                    if i0 == g0:  # the group's diagonal tile: j - i0 < WEIGHT_GROUP
+                        diag_t = np.int64(j - i0)
+                        for tt in range(diag_t):
+                            w[tt] = 0.0
+                        w[diag_t] *= 0.5
+                    eval_tile(X, np.int64(i0), width, X, np.int64(j), diag_t, ops,
+                              op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
+                    for p in range(n_theta):
+                        for tt in range(width):
+                            acc[p, tt] += w[tt] * G[p, tt]
         for p in range(n_theta):
             s = 0.0
             for tt in range(TILE):
