@@ -200,20 +200,43 @@ GROUP = 4
 
 
 @jit(fastmath={"reassoc", "contract"})
-def _tile_dot(k, v, width):
-    """sum_tt k[tt] v[tt] over tt < width, k and v float64 views from 0.
+def _group_tile(k0, k1, k2, k3, v0, v1, v2, v3, v_rows, o_rows, width, rows_side):
+    """One tile's products for a group of four columns of K, in one sweep:
+    o_rows[tt] += k0[tt] v0 + .. + k3[tt] v3 (if ``rows_side``) and the
+    returned (sum_tt k0[tt] v_rows[tt], .., sum_tt k3[tt] v_rows[tt]), tt <
+    width; k0 .. k3, v_rows, o_rows float64 views from 0, o_rows overwritten.
 
     Compiled with reassociation and contraction (only here), so that LLVM
-    splits the sum into vector-register partial sums and fuses each product
-    into them: without, it runs one scalar add at a time (0.25 ns per term,
-    2.5 x the vectorised sum). The order of the partial sums is the compiled
-    loop's and depends on ``width`` alone: the same bits whatever the thread
-    count, on one machine and build; they may differ between CPUs that
-    vectorise with other widths."""
-    total = 0.0
+    splits the four sums into vector-register partial sums and fuses each
+    product into them: without, it runs one scalar add at a time (0.25 ns
+    per term, 2.5 x the vectorised sum). The order of the partial sums is
+    the compiled loop's and depends on ``width`` alone: the same bits
+    whatever the thread count, on one machine and build; they may differ
+    between CPUs that vectorise with other widths."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    if rows_side:
+        for tt in range(width):
+            a0 = k0[tt]
+            a1 = k1[tt]
+            a2 = k2[tt]
+            a3 = k3[tt]
+            v = v_rows[tt]
+            o_rows[tt] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
+            s0 += a0 * v
+            s1 += a1 * v
+            s2 += a2 * v
+            s3 += a3 * v
+        return s0, s1, s2, s3
     for tt in range(width):
-        total += k[tt] * v[tt]
-    return total
+        v = v_rows[tt]
+        s0 += k0[tt] * v
+        s1 += k1[tt] * v
+        s2 += k2[tt] * v
+        s3 += k3[tt] * v
+    return s0, s1, s2, s3
 
 
 @jit
@@ -232,9 +255,9 @@ def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows
     Columns go in groups of :data:`GROUP`: the group's tiles (rows i0 ..,
     one per column) are evaluated into ``k_group`` (entries above the
     diagonal zeroed), then out[i] gains the group's terms in column order
-    and each column's out[j] gains the tile's dot product
-    (:func:`_tile_dot`), tile after tile, in ``acc``, added to out[j] when
-    the column ends.
+    and each column's out[j] gains the tile's dot product, both in one sweep
+    (:func:`_group_tile`), tile after tile, in ``acc``, added to out[j]
+    when the column ends (a column past the block's end has zero entries).
     All orders depend on n alone."""
     t_cols = V_T.shape[0]
     Vs, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
@@ -270,15 +293,13 @@ def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows
                 for c in range(GROUP):
                     v_group[c] = V_T[q, g0 + c] if c < g_cols else 0.0
                 v0, v1, v2, v3 = v_group[0], v_group[1], v_group[2], v_group[3]
-                v_rows = V_T[q, i0:i0 + width]
-                o_rows = out_T[q, i0:i0 + width]
-                if rows_side:
-                    for tt in range(width):
-                        o_rows[tt] += k0[tt] * v0 + k1[tt] * v1 + k2[tt] * v2 + k3[tt] * v3
-                if not cols_side:
-                    continue
-                for c in range(g_cols):
-                    acc[c, q] += _tile_dot(k_group[c], v_rows, width)
+                s0, s1, s2, s3 = _group_tile(k0, k1, k2, k3, v0, v1, v2, v3,
+                                             V_T[q, i0:i0 + width], out_T[q, i0:i0 + width],
+                                             width, rows_side)
+                acc[0, q] += s0
+                acc[1, q] += s1
+                acc[2, q] += s2
+                acc[3, q] += s3
         if not cols_side:
             continue
         for c in range(g_cols):
