@@ -200,11 +200,11 @@ GROUP = 4
 
 
 @jit(fastmath={"reassoc", "contract"})
-def _group_tile(k0, k1, k2, k3, v0, v1, v2, v3, v_rows, o_rows, width, rows_side):
+def _group_tile(k0, k1, k2, k3, v0, v1, v2, v3, v_rows, o_rows, width):
     """One tile's products for a group of four columns of K, in one sweep:
-    o_rows[tt] += k0[tt] v0 + .. + k3[tt] v3 (if ``rows_side``) and the
-    returned (sum_tt k0[tt] v_rows[tt], .., sum_tt k3[tt] v_rows[tt]), tt <
-    width; k0 .. k3, v_rows, o_rows float64 views from 0, o_rows overwritten.
+    o_rows[tt] += k0[tt] v0 + .. + k3[tt] v3 and the returned
+    (sum_tt k0[tt] v_rows[tt], .., sum_tt k3[tt] v_rows[tt]), tt < width;
+    k0 .. k3, v_rows, o_rows float64 views from 0, o_rows overwritten.
 
     Compiled with reassociation and contraction (only here), so that LLVM
     splits the four sums into vector-register partial sums and fuses each
@@ -212,30 +212,24 @@ def _group_tile(k0, k1, k2, k3, v0, v1, v2, v3, v_rows, o_rows, width, rows_side
     per term, 2.5 x the vectorised sum). The order of the partial sums is
     the compiled loop's and depends on ``width`` alone: the same bits
     whatever the thread count, on one machine and build; they may differ
-    between CPUs that vectorise with other widths."""
+    between CPUs that vectorise with other widths. One loop serves every
+    caller (a task that does not own the rows passes a scratch o_rows), so
+    a cluster worker's replay sums in the same order."""
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
     s3 = 0.0
-    if rows_side:
-        for tt in range(width):
-            a0 = k0[tt]
-            a1 = k1[tt]
-            a2 = k2[tt]
-            a3 = k3[tt]
-            v = v_rows[tt]
-            o_rows[tt] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
-            s0 += a0 * v
-            s1 += a1 * v
-            s2 += a2 * v
-            s3 += a3 * v
-        return s0, s1, s2, s3
     for tt in range(width):
+        a0 = k0[tt]
+        a1 = k1[tt]
+        a2 = k2[tt]
+        a3 = k3[tt]
         v = v_rows[tt]
-        s0 += k0[tt] * v
-        s1 += k1[tt] * v
-        s2 += k2[tt] * v
-        s3 += k3[tt] * v
+        o_rows[tt] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
+        s0 += a0 * v
+        s1 += a1 * v
+        s2 += a2 * v
+        s3 += a3 * v
     return s0, s1, s2, s3
 
 
@@ -264,6 +258,7 @@ def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows
     k_group = np.empty((GROUP, TILE))
     v_group = np.empty(GROUP)
     acc = np.empty((GROUP, t_cols))
+    discard = np.zeros(TILE)  # the row updates of a task that does not own the rows
     for g0 in range(col_first, col_last, GROUP):
         g_cols = min(GROUP, col_last - g0)
         acc[:, :] = 0.0
@@ -293,9 +288,9 @@ def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows
                 for c in range(GROUP):
                     v_group[c] = V_T[q, g0 + c] if c < g_cols else 0.0
                 v0, v1, v2, v3 = v_group[0], v_group[1], v_group[2], v_group[3]
+                o_rows = out_T[q, i0:i0 + width] if rows_side else discard[:width]
                 s0, s1, s2, s3 = _group_tile(k0, k1, k2, k3, v0, v1, v2, v3,
-                                             V_T[q, i0:i0 + width], out_T[q, i0:i0 + width],
-                                             width, rows_side)
+                                             V_T[q, i0:i0 + width], o_rows, width)
                 acc[0, q] += s0
                 acc[1, q] += s1
                 acc[2, q] += s2
