@@ -196,18 +196,19 @@ def _pair_task(X, bounds, row_block, col_block, rows_side, cols_side, ops, op_fl
 
 #: Columns of K evaluated together, so that each pass over a tile's rows of
 #: out^T serves GROUP columns (one load and store of out per GROUP products).
-GROUP = 4
+GROUP = 8
 
 
 @jit(fastmath={"reassoc", "contract"})
-def _group_tile(k0, k1, k2, k3, v0, v1, v2, v3, v_rows, o_rows, width):
-    """One tile's products for a group of four columns of K, in one sweep:
-    o_rows[tt] += k0[tt] v0 + .. + k3[tt] v3 and the returned
-    (sum_tt k0[tt] v_rows[tt], .., sum_tt k3[tt] v_rows[tt]), tt < width;
-    k0 .. k3, v_rows, o_rows float64 views from 0, o_rows overwritten.
+def _group_tile(k_group, v_group, v_rows, o_rows, width, sums):
+    """One tile's products for a group of :data:`GROUP` columns of K, in
+    one sweep: o_rows[tt] += sum_c k_group[c, tt] v_group[c] and sums[c] =
+    sum_tt k_group[c, tt] v_rows[tt], tt < width; k_group (GROUP, >= width),
+    v_group (GROUP,), v_rows and o_rows float64 views from 0; o_rows and
+    sums (GROUP,) overwritten.
 
     Compiled with reassociation and contraction (only here), so that LLVM
-    splits the four sums into vector-register partial sums and fuses each
+    splits the sums into vector-register partial sums and fuses each
     product into them: without, it runs one scalar add at a time (0.25 ns
     per term, 2.5 x the vectorised sum). The order of the partial sums is
     the compiled loop's and depends on ``width`` alone: the same bits
@@ -215,22 +216,46 @@ def _group_tile(k0, k1, k2, k3, v0, v1, v2, v3, v_rows, o_rows, width):
     between CPUs that vectorise with other widths. One loop serves every
     caller (a task that does not own the rows passes a scratch o_rows), so
     a cluster worker's replay sums in the same order."""
+    k0, k1, k2, k3 = k_group[0], k_group[1], k_group[2], k_group[3]
+    k4, k5, k6, k7 = k_group[4], k_group[5], k_group[6], k_group[7]
+    v0, v1, v2, v3 = v_group[0], v_group[1], v_group[2], v_group[3]
+    v4, v5, v6, v7 = v_group[4], v_group[5], v_group[6], v_group[7]
     s0 = 0.0
     s1 = 0.0
     s2 = 0.0
     s3 = 0.0
+    s4 = 0.0
+    s5 = 0.0
+    s6 = 0.0
+    s7 = 0.0
     for tt in range(width):
         a0 = k0[tt]
         a1 = k1[tt]
         a2 = k2[tt]
         a3 = k3[tt]
+        a4 = k4[tt]
+        a5 = k5[tt]
+        a6 = k6[tt]
+        a7 = k7[tt]
         v = v_rows[tt]
-        o_rows[tt] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
+        o_rows[tt] += (a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3
+                       + a4 * v4 + a5 * v5 + a6 * v6 + a7 * v7)
         s0 += a0 * v
         s1 += a1 * v
         s2 += a2 * v
         s3 += a3 * v
-    return s0, s1, s2, s3
+        s4 += a4 * v
+        s5 += a5 * v
+        s6 += a6 * v
+        s7 += a7 * v
+    sums[0] = s0
+    sums[1] = s1
+    sums[2] = s2
+    sums[3] = s3
+    sums[4] = s4
+    sums[5] = s5
+    sums[6] = s6
+    sums[7] = s7
 
 
 @jit
@@ -259,6 +284,7 @@ def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows
     v_group = np.empty(GROUP)
     acc = np.empty((GROUP, t_cols))
     discard = np.zeros(TILE)  # the row updates of a task that does not own the rows
+    sums = np.empty(GROUP)
     for g0 in range(col_first, col_last, GROUP):
         g_cols = min(GROUP, col_last - g0)
         acc[:, :] = 0.0
@@ -283,18 +309,13 @@ def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows
                             out_T[q, j] += k[diag_t] * V_T[q, j]
                     for tt in range(diag_t + 1):
                         k[tt] = 0.0
-            k0, k1, k2, k3 = k_group[0], k_group[1], k_group[2], k_group[3]
             for q in range(t_cols):
                 for c in range(GROUP):
                     v_group[c] = V_T[q, g0 + c] if c < g_cols else 0.0
-                v0, v1, v2, v3 = v_group[0], v_group[1], v_group[2], v_group[3]
                 o_rows = out_T[q, i0:i0 + width] if rows_side else discard[:width]
-                s0, s1, s2, s3 = _group_tile(k0, k1, k2, k3, v0, v1, v2, v3,
-                                             V_T[q, i0:i0 + width], o_rows, width)
-                acc[0, q] += s0
-                acc[1, q] += s1
-                acc[2, q] += s2
-                acc[3, q] += s3
+                _group_tile(k_group, v_group, V_T[q, i0:i0 + width], o_rows, width, sums)
+                for c in range(GROUP):
+                    acc[c, q] += sums[c]
         if not cols_side:
             continue
         for c in range(g_cols):
