@@ -12,6 +12,7 @@ from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 
 from conftest import FREE_KERNELS, N_FEATURES, kernel_params, random_theta
 from fastgp._engine import passes as _covariance
+from fastgp._engine.interpreter import TILE
 from fastgp.covariance import (
     FastCovariance,
     KernelObjectCovariance,
@@ -19,8 +20,8 @@ from fastgp.covariance import (
     make_covariance,
 )
 
-#: Sizes around the tile width (TILE = 256) and the number of column blocks (256).
-SIZES = [1, 65, 255, 257]
+#: Sizes around the tile width (TILE) and the number of column blocks (256).
+SIZES = [1, 65, 255, 257, TILE - 1, TILE + 1]
 
 
 def _inputs(rng, n):
@@ -157,10 +158,10 @@ def test_make_covariance_falls_back_with_a_warning(rng):
 
 def test_passes_give_identical_bits_for_any_thread_count(rng):
     """The fill and the gradient pass do not depend on Numba's thread count:
-    several tiles (TILE = 256) and 256 column blocks, on 1 and 2 threads."""
+    several tiles (TILE rows) and 256 column blocks, on 1 and 2 threads."""
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("NUMBA_NUM_THREADS < 2 at start-up: one thread count to compare")
-    n = 700
+    n = TILE + 188
     kernel = FREE_KERNELS["C*RBF+White"]
     X = rng.uniform(-2, 2, size=(n, N_FEATURES))
     theta = random_theta(kernel, rng)

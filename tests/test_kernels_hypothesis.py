@@ -5,7 +5,7 @@ Expressions are random trees of Sum, Product and Exponentiation, up to three
 operator levels deep, over random leaves from every fast-path kernel, with
 random positive hyperparameters and a random fixed/free mask; inputs are
 random problems in one to three dimensions, mostly small (3-12 samples) and
-sometimes of two or three tiles (TILE = 256 rows: the threaded, multi-tile
+sometimes of two or three tiles (TILE rows: the threaded, multi-tile
 passes), on an input scale s from 1e-3 to 1e3 with length scales and periods
 in proportion (0.5 s to 2 s), so that absolute length scales span 5e-4 to 2e3.
 A WhiteKernel (free or fixed) and sklearn's ``alpha`` keep the matrices
@@ -26,6 +26,7 @@ from sklearn.gaussian_process import kernels as skk
 from conftest import ALPHA, assert_gradient_close
 from fastgp import GaussianProcessRegressor
 from fastgp import kernels as fk
+from fastgp._engine.interpreter import TILE
 from fastgp.covariance import FastCovariance, make_covariance
 
 PARAM = st.floats(0.5, 2.0)
@@ -34,9 +35,10 @@ FREE = (1e-5, 1e5)
 #: Input scales s: X in [0, 2 s); length scales and periods are s x PARAM.
 SCALES = st.floats(-3.0, 3.0).map(lambda e: 10.0 ** e)
 
-#: Sample counts: mostly small, sometimes two or three tiles of 256 rows
+#: Sample counts: mostly small, sometimes two or three tiles of TILE rows
 #: (one_of picks a branch about evenly: the small branch is repeated).
-N_SAMPLES = st.one_of(*([st.integers(3, 12)] * 4), st.sampled_from([2 * 256 + 37, 3 * 256 - 50]))
+N_SAMPLES = st.one_of(*([st.integers(3, 12)] * 4),
+                      st.sampled_from([2 * TILE + 37, 3 * TILE - 50]))
 
 #: Largest condition number of K + alpha I compared at 1e-8.
 MAX_CONDITION = 1e7

@@ -1,7 +1,7 @@
 """The threaded, multi-tile path against independent references.
 
 Every pass fastgp runs on a real-sized problem, at sizes of several tiles
-(``fastgp._engine.interpreter.TILE`` = 256 rows) and on 1 and 2 Numba
+(``fastgp._engine.interpreter.TILE`` rows) and on 1 and 2 Numba
 threads, against scikit-learn's kernel objects and NumPy twins:
 
 - the fill against ``kernel(X)``;
@@ -10,7 +10,7 @@ threads, against scikit-learn's kernel objects and NumPy twins:
 - the GPLVM's latent pass against a dense formula built from central
   differences of scikit-learn's kernel (Lawrence 2005, sec. 3), and its
   hyperparameter trace against scikit-learn's likelihood gradient;
-- estimators fitted at N >= 256 against scikit-learn's
+- estimators fitted at N > TILE against scikit-learn's
   GaussianProcessRegressor at the same hyperparameters: the log marginal
   likelihood and its gradient (R&W 2006, eq. 2.30 and 5.9), predictive mean,
   standard deviation and covariance.

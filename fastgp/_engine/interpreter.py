@@ -75,7 +75,7 @@ from .leaves import eval_leaf
 __all__ = ["TILE", "VALUES", "D_THETA", "D_X1", "D_X2", "eval_tile",
            "allocate_scratch"]
 
-TILE = 256
+TILE = 512
 
 VALUES = 0
 D_THETA = 1
