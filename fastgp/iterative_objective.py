@@ -25,6 +25,20 @@ S = D^-1 L_k C_L^-T (:meth:`fastgp.preconditioner.PivotedCholeskyPreconditioner.
 
 The standard normal draws e_i, g_i are made once per objective from its seed,
 so the objective is one deterministic function of theta for the whole fit.
+
+Trial points. A line search's trial point can land where K~ is far worse
+conditioned than anywhere the fit has been (a much smaller noise level), and
+CG there may run to ``max_cg_iter``: at N = 3,000 one such trial took 34 of
+a fit's 35 s, and the line search then stepped back anyway. So an evaluation
+within :data:`TRIAL_RADIUS` (log scale, every coordinate) of the last one
+whose CG converged may run at most :data:`TRIAL_CG_FACTOR` times that one's
+iterations (at least :data:`TRIAL_CG_FLOOR`); one that needs more is
+abandoned and answers ``(inf, zeros)``, as where K~ is not positive
+definite, so the optimiser steps back (a shorter step lands nearer, where
+CG needs fewer iterations) and :func:`fastgp.optimize.minimize_theta`'s
+retries apply. The first evaluation, any evaluation far from the last
+converged one (a restart's start) and the final model's solve run up to
+``max_cg_iter``.
 """
 
 import math
@@ -41,6 +55,21 @@ from .linalg import NotPositiveDefiniteError
 __all__ = ["IterativeNegLogMarginalLikelihood", "ProbeDraws", "final_model"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+#: A trial point's CG may run this many times the iterations of the last
+#: evaluation that converged (module docstring, "Trial points") ...
+TRIAL_CG_FACTOR = 4
+#: ... and at least this many ...
+TRIAL_CG_FLOOR = 50
+#: ... when it lies within this distance of that evaluation's theta (the
+#: largest coordinate difference, log scale). L-BFGS-B's first step has
+#: length one; a restart's random start is usually farther.
+TRIAL_RADIUS = 2.0
+
+
+class TrialAbandoned(Exception):
+    """A trial point's CG needed more iterations than its cap (module
+    docstring, "Trial points"); the objective answers inf."""
 
 
 class ProbeDraws:
@@ -84,7 +113,10 @@ class IterativeNegLogMarginalLikelihood:
     n_solves : int
         Batched CG solves (one per evaluation, and the fit's last step).
     n_unconverged : int
-        Solves that stopped short of ``options.cg_tol``.
+        Solves that stopped short of ``options.cg_tol`` at ``max_cg_iter``.
+    n_abandoned : int
+        Trial points abandoned at their iteration cap (module docstring,
+        "Trial points"); each answered inf.
     worst_residual : float
         Largest relative residual at which CG stopped short of its tolerance
         (0.0 if it never did).
@@ -108,7 +140,9 @@ class IterativeNegLogMarginalLikelihood:
         self.n_evaluations = 0
         self.n_solves = 0
         self.n_unconverged = 0
+        self.n_abandoned = 0
         self.worst_residual = 0.0
+        self._converged_at = None  # (theta, CG iterations) of the last converged solve
         self.last_cg = None
         self.kept_system = None
 
@@ -116,21 +150,43 @@ class IterativeNegLogMarginalLikelihood:
     def n_samples(self):
         return self.Y.shape[0]
 
-    def _solve(self, theta):
-        """(system, A (n, T), U (n, t), Z (n, t), value) at theta."""
+    def _trial_cap(self, theta):
+        """CG's iteration cap at theta (module docstring, "Trial points")."""
+        full = self.options.max_cg_iter
+        if self._converged_at is None:
+            return full
+        reference, iterations = self._converged_at
+        if np.max(np.abs(theta - reference), initial=0.0) > TRIAL_RADIUS:
+            return full
+        return min(full, max(TRIAL_CG_FLOOR, TRIAL_CG_FACTOR * iterations))
+
+    def _solve(self, theta, trial=True):
+        """(system, A (n, T), U (n, t), Z (n, t), value) at theta. With
+        ``trial``, CG runs to :meth:`_trial_cap` and TrialAbandoned is raised
+        where it stops there short of its tolerance."""
         system = KernelSystem(self.covariance, theta, self.diag_add, self.options)
         Z = system.preconditioner.probes(self.draws.E, self.draws.G)
         n, T = self.Y.shape
-        cg = system.solve(np.hstack([self.Y, Z]))
+        cap = self._trial_cap(theta) if trial else self.options.max_cg_iter
+        cg = system.solve(np.hstack([self.Y, Z]), max_iter=cap)
         self.last_cg = cg
         self.n_solves += 1
-        if not cg.converged:
-            self.n_unconverged += 1
-            self.worst_residual = max(self.worst_residual, cg.max_residual)
         if self.verbose:
             print(f"      CG {cg.n_iterations} iterations, relative residual "
                   f"{cg.max_residual:.2e} (tol {cg.tol:.1e}), preconditioner rank "
                   f"{system.preconditioner.rank}", flush=True)
+        if cg.converged:
+            self._converged_at = (theta.copy(), cg.n_iterations)
+        elif cap < self.options.max_cg_iter:
+            self.n_abandoned += 1
+            if self.verbose:
+                print(f"      trial point abandoned at {cap} CG iterations (the last "
+                      f"converged solve's x {TRIAL_CG_FACTOR}): the objective answers inf",
+                      flush=True)
+            raise TrialAbandoned(cap)
+        else:
+            self.n_unconverged += 1
+            self.worst_residual = max(self.worst_residual, cg.max_residual)
         t = Z.shape[1]
         quadrature = lanczos_quadrature(cg, range(T, T + t))
         log_det = system.preconditioner.log_det + float(np.mean(quadrature))
@@ -178,7 +234,7 @@ class IterativeNegLogMarginalLikelihood:
         self.n_evaluations += 1
         try:
             value, _ = self.evaluate(theta, with_gradient=False)
-        except NotPositiveDefiniteError:
+        except (NotPositiveDefiniteError, TrialAbandoned):
             return math.inf
         return value if math.isfinite(value) else math.inf
 
@@ -189,7 +245,7 @@ class IterativeNegLogMarginalLikelihood:
         failed = (math.inf, np.zeros(theta.shape))
         try:
             value, grad = self.evaluate(theta)
-        except NotPositiveDefiniteError:
+        except (NotPositiveDefiniteError, TrialAbandoned):
             return failed
         if not (math.isfinite(value) and np.all(np.isfinite(grad))):
             return failed
@@ -198,7 +254,8 @@ class IterativeNegLogMarginalLikelihood:
     def final(self, theta):
         """The kept model at theta: (A (n, T), value, system); raises
         NotPositiveDefiniteError."""
-        system, A, _, _, value = self._solve(np.asarray(theta, dtype=np.float64))
+        system, A, _, _, value = self._solve(np.asarray(theta, dtype=np.float64),
+                                             trial=False)
         return A, value, system
 
 

@@ -67,9 +67,10 @@ class KernelSystem:
         return self.covariance.matmat(self.theta, np.ascontiguousarray(V),
                                       diag_add=self.diag_add)
 
-    def solve(self, B, tol=None):
-        """Batched preconditioned CG for K~ X = B (n, c); a CGResult.
-        Raises NotPositiveDefiniteError where K~ is not positive definite."""
+    def solve(self, B, tol=None, max_iter=None):
+        """Batched preconditioned CG for K~ X = B (n, c); a CGResult. ``tol``
+        and ``max_iter`` default to the options'. Raises
+        NotPositiveDefiniteError where K~ is not positive definite."""
         return batched_cg(self.matmat, B, self.preconditioner.solve,
                           self.options.cg_tol if tol is None else tol,
-                          self.options.max_cg_iter)
+                          self.options.max_cg_iter if max_iter is None else int(max_iter))

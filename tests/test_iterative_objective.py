@@ -18,7 +18,12 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp.covariance import make_covariance
 from fastgp.fitting import Workspace
-from fastgp.iterative_objective import IterativeNegLogMarginalLikelihood
+from fastgp.iterative_objective import (
+    TRIAL_CG_FACTOR,
+    TRIAL_CG_FLOOR,
+    TRIAL_RADIUS,
+    IterativeNegLogMarginalLikelihood,
+)
 from fastgp.kernel_system import SolverOptions
 from fastgp.objective import NegLogMarginalLikelihood
 
@@ -138,6 +143,44 @@ def test_not_positive_definite_answers_inf():
     value, grad = objective(kernel.theta)
     assert value == np.inf and np.array_equal(grad, np.zeros(1))
     assert objective.value(kernel.theta) == np.inf
+
+
+def test_a_trial_point_far_costlier_than_the_last_converged_one_is_abandoned():
+    # rank 15 captures the kernel at length scale 1 (CG: a few iterations)
+    # but not at 0.37, one unit of log length scale away (over a hundred)
+    kernel = C(1.0) * RBF(1.0) + WhiteKernel(1e-4)
+    covariance, Y, diag_add, _ = _problem(300, 1, kernel, alpha=1e-6)
+    near = kernel.theta.copy()
+    near[1] = np.log(0.37)
+    assert np.max(np.abs(near - kernel.theta)) <= TRIAL_RADIUS
+
+    def objective():
+        return _iterative(covariance, Y, diag_add, preconditioner_rank=15, cg_tol=1e-6)
+
+    costly = objective()
+    assert np.isfinite(costly(near)[0])  # a first evaluation runs to max_cg_iter
+    needed = costly.last_cg.n_iterations
+
+    tried = objective()
+    assert np.isfinite(tried(kernel.theta)[0])
+    cap = max(TRIAL_CG_FLOOR, TRIAL_CG_FACTOR * tried.last_cg.n_iterations)
+    assert needed > cap
+    value, grad = tried(near)
+    assert value == np.inf and np.array_equal(grad, np.zeros(kernel.n_dims))
+    assert tried.last_cg.n_iterations == cap
+    assert tried.n_abandoned == 1 and tried.n_unconverged == 0
+    assert tried.value(near) == np.inf and tried.n_abandoned == 2
+    # the final model's solve is never capped, and agrees with the lone one
+    A, value, _ = tried.final(near)
+    assert value == pytest.approx(costly(near)[0], rel=1e-10)
+
+    # farther than TRIAL_RADIUS from the last converged point (a restart's
+    # start): the full max_cg_iter
+    far = near.copy()
+    far[1] += TRIAL_RADIUS + 0.5
+    restarted = objective()
+    assert np.isfinite(restarted(far)[0])
+    assert np.isfinite(restarted(near)[0]) and restarted.n_abandoned == 0
 
 
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
