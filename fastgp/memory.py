@@ -404,16 +404,25 @@ def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
     return total
 
 
+#: What a matrix-free fit's process touches beside NumPy's arrays (OpenBLAS's
+#: per-thread buffers, Numba's and OpenMP's thread stacks): the peak resident
+#: memory of one 10-D ARD loss+gradient at N = 10,000 was 7.4 MiB above
+#: NumPy's own peak (docs/benchmarks.md).
+_ITERATIVE_FIXED = 8 * 2**20
+
+
 def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
     """Estimate the peak extra bytes of a matrix-free fit or evaluation.
 
     O(N (k + t + d)) and no N x N array (docs/design.md, "The matrix-free
-    path"): the larger of its two phases plus X and y copies and the
-    diagonals. Batched CG over c = T + t columns holds the preconditioner's
-    factor (k columns) and about 12 c (solution, residual, preconditioned
+    path"): batched CG over c = T + t columns holds the preconditioner's
+    factor (k columns) and about 14 c (solution, residual, preconditioned
     residual, direction, product, right-hand sides, the active columns'
-    copies, the probes and their draws); the gradient's pass holds the factor,
-    its two (N, c + k) operands and CG's solutions and probes: 3 k + 6 c.
+    copies and their transposes, the probes and their draws); the
+    gradient's pass needs less (its trace factor in the factor's memory, two
+    (N, c) operands, CG's solutions). Plus X and y copies, the diagonals,
+    and 8 MiB for what a process touches beside NumPy's arrays (BLAS and
+    thread buffers).
 
     Parameters
     ----------
@@ -436,7 +445,7 @@ def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
     n = int(n_samples)
     c = int(n_targets) + int(n_probes)
     k = int(rank)
-    return _FIXED + _F8 * n * (max(k + 12 * c, 3 * k + 6 * c) + 2 * int(n_features) + 8)
+    return _ITERATIVE_FIXED + _F8 * n * (k + 14 * c + 2 * int(n_features) + 8)
 
 
 def fits_in_memory(needed):

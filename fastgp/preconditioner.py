@@ -42,6 +42,9 @@ PIVOT_RELATIVE_FLOOR = 1e-10
 #: stays positive definite where the noise is below rounding.
 DIAGONAL_RELATIVE_FLOOR = 1e-14
 
+#: Rows per chunk of C = I + L^T D^-1 L's sum.
+_GRAM_ROWS = 4096
+
 def pivoted_cholesky(column, diagonal, rank):
     """Partial pivoted Cholesky of a positive semi-definite matrix K, from
     its columns computed on demand.
@@ -100,7 +103,10 @@ class PivotedCholeskyPreconditioner:
         # products in NumPy: SciPy's dpotrs inside conjugate gradients took
         # about 13 ms a call (its OpenBLAS restarting its threads after each
         # product pass), 0.4 s of one 10-D ARD loss+gradient at N = 10,000
-        C = np.eye(self.rank) + self.L.T @ (self.L / self.D[:, None])
+        C = np.eye(self.rank)
+        for start in range(0, self.n_samples, _GRAM_ROWS):  # no (n, k) temporary
+            rows = slice(start, start + _GRAM_ROWS)
+            C += self.L[rows].T @ (self.L[rows] / self.D[rows, None])
         self.log_det = float(np.sum(np.log(self.D)))
         self._C_L = self._C_L_inv = None
         if self.rank:

@@ -177,9 +177,9 @@ def test_auto_takes_cholesky_when_the_buffer_fits(monkeypatch):
 
 
 def test_auto_switches_to_iterative_with_a_warning(monkeypatch):
-    n = 600
+    n = 1200  # past the matrix-free estimate's fixed 8 MiB
     X, y = _data(n=n)
-    kwargs = dict(preconditioner_rank=10, n_probes=4)
+    kwargs = dict(preconditioner_rank=10, n_probes=4, optimizer=None)
     dense = memory.fit_bytes(n, 1, 1, 3)
     matrix_free = memory.iterative_fit_bytes(n, 1, 1, 4, 10)
     assert matrix_free < dense
