@@ -4,6 +4,7 @@
     python -m bench.bench_iterative --n 100000 --cases scale       # loss+gradient at 1e5
     python -m bench.bench_iterative --n 2000 --problems 1d         # a quick look
     python -m bench.bench_iterative --n 100000 --cases subsetfit --problems 1d
+    python -m bench.bench_iterative --n 100000 --cases products    # the time model's costs
 
 Cases (each problem of bench/_problems.py: ``1d`` is C * RBF + White on
 1-D data, ``ard10`` C * RBF(10 length scales) + White):
@@ -27,6 +28,13 @@ Cases (each problem of bench/_problems.py: ``1d`` is C * RBF + White on
   time of each, the iterative fit's evaluations, and both models' RMSE on
   2,000 held-out points of the same problem (noise standard deviation 0.01
   for ``1d``). One fresh process.
+- ``products``: the two passes an evaluation is made of, timed once each
+  after a warm-up at N in a fresh process: one K V with T + t = 1 +
+  ``--n-probes`` columns (a CG iteration's product) and one gradient pass
+  over T + t column pairs and ``--rank`` symmetric columns (the most the
+  preconditioner's trace factor has). Reported per entry of K's lower
+  triangle (N (N + 1) / 2), the figures of the time model at larger N: an
+  evaluation costs about (CG iterations) x K V + the gradient pass.
 
 Solver options: ``--cg-tol``, ``--n-probes``, ``--rank``, ``--max-cg-iter``
 (default: the estimator's). Use a quiet machine for the long cases. Writes
@@ -45,7 +53,7 @@ from ._measure import (MB, REPO_ROOT, PeakMemory, available_memory_bytes, enviro
                        run_in_subprocess, write_json)
 from ._problems import ALPHA, make_problem
 
-CASES = ("accuracy", "time", "memory", "scale", "subsetfit")
+CASES = ("accuracy", "time", "memory", "scale", "subsetfit", "products")
 PROBLEMS = ("1d", "ard10")
 
 
@@ -174,8 +182,39 @@ def child_subsetfit(spec):
             "lml_full": float(full.log_marginal_likelihood_value_)}
 
 
+def child_products(spec):
+    from fastgp.blas_pool import release_blas_workers
+    from fastgp.covariance import make_covariance
+
+    problem = make_problem(spec["problem"], spec["n"], seed=0)
+    n = spec["n"]
+    covariance = make_covariance(problem.kernel, np.ascontiguousarray(problem.X))
+    theta = problem.kernel.theta
+    rng = np.random.default_rng(0)
+    c = 1 + spec["n_probes"]
+    V = rng.standard_normal((n, c))
+    left = np.asfortranarray(V)
+    right = np.asfortranarray(rng.standard_normal((n, c)))
+    S = np.asfortranarray(rng.standard_normal((n, spec["rank"])))
+    small = make_covariance(problem.kernel, np.ascontiguousarray(problem.X[:600]))
+    small.matmat(theta, V[:600])  # compile outside the timing
+    small.grad_bilinear(theta, left[:600], right[:600], S[:600], -1.0)
+
+    def timed(call):
+        release_blas_workers()  # as the objective does before each pass
+        start = time.perf_counter()
+        call()
+        return time.perf_counter() - start
+
+    entries = n * (n + 1) / 2
+    kv = timed(lambda: covariance.matmat(theta, V))
+    grad = timed(lambda: covariance.grad_bilinear(theta, left, right, S, -1.0))
+    return {"columns": c, "rank": spec["rank"], "kv_s": kv, "grad_s": grad,
+            "kv_ns_per_entry": kv / entries * 1e9, "grad_ns_per_entry": grad / entries * 1e9}
+
+
 CHILDREN = {"accuracy": child_accuracy, "time": child_time, "memory": child_memory,
-            "subsetfit": child_subsetfit}
+            "subsetfit": child_subsetfit, "products": child_products}
 
 
 def run_child(spec):
@@ -193,7 +232,7 @@ def _spawn(spec, timeout_s):
 def run(case, problem, args):
     spec = dict(problem=problem, n=args.n, cg_tol=args.cg_tol, n_probes=args.n_probes,
                 rank=args.rank, max_cg_iter=args.max_cg_iter, repeats=args.repeats)
-    if case in ("accuracy", "time"):
+    if case in ("accuracy", "time", "products"):
         result = _spawn(dict(spec, child=case), args.timeout)
     elif case == "subsetfit":
         result = _spawn(dict(spec, child=case, subset=args.subset), args.timeout)
@@ -229,6 +268,11 @@ def _line(r):
                        f"then the iterative fit on all {res['full_fit_s']:.1f} s "
                        f"({res['evaluations_full']} evaluations); held-out RMSE "
                        f"{res['rmse_subset']:.5f} (subset) / {res['rmse_full']:.5f} (all)")
+    if r["case"] == "products":
+        return head + (f"K V ({res['columns']} columns) {res['kv_s']:.2f} s = "
+                       f"{res['kv_ns_per_entry']:.3f} ns per lower entry; gradient pass "
+                       f"({res['columns']} pairs + {res['rank']} symmetric columns) "
+                       f"{res['grad_s']:.2f} s = {res['grad_ns_per_entry']:.3f} ns")
     if r["case"] == "time":
         return head + (f"loss+grad Cholesky {res['cholesky']['median_s']:.3f} s, iterative "
                        f"{res['iterative']['median_s']:.3f} s ({res['ratio']:.2f} x, target "

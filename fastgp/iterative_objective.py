@@ -21,7 +21,8 @@ E[z z^T] = P (Hutchinson 1990 with P-distributed probes), and with a variance
 that vanishes as P approaches K~ (the preconditioner as a control variate).
 Every bilinear form of the gradient is one backend ``grad_bilinear`` pass:
 t + T column pairs and the k columns of the symmetric trace factor
-S = D^-1 L_k C_L^-T (:meth:`fastgp.preconditioner.PivotedCholeskyPreconditioner.into_trace_factor`).
+S = D^-1 L_k C_L^-T, C = C_L C_L^T (written over L_k:
+:meth:`fastgp.preconditioner.PivotedCholeskyPreconditioner.into_trace_factor`).
 
 The standard normal draws e_i, g_i are made once per objective from its seed,
 so the objective is one deterministic function of theta for the whole fit.
