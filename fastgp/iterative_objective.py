@@ -27,9 +27,10 @@ S = D^-1 L_k C_L^-T, C = C_L C_L^T (written over L_k:
 The standard normal draws e_i, g_i are made once per objective from its seed,
 so the objective is one deterministic function of theta for the whole fit.
 
-Trial points. A line search's trial point can land where K~ is far worse
-conditioned than anywhere the fit has been (a much smaller noise level), and
-CG there may run to ``max_cg_iter``: at N = 3,000 one such trial took 34 of
+Trial points. A line search's trial point can land where the preconditioner
+holds far less of K~ than anywhere the fit has been (a length scale shorter
+than its rank can follow, a much smaller noise level), and CG there may run
+to ``max_cg_iter``: at N = 3,000 one such trial took 34 of
 a fit's 35 s, and the line search then stepped back anyway. So an evaluation
 within :data:`TRIAL_RADIUS` (log scale, every coordinate) of the last one
 whose CG converged may run at most :data:`TRIAL_CG_FACTOR` times that one's

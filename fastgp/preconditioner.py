@@ -45,6 +45,7 @@ DIAGONAL_RELATIVE_FLOOR = 1e-14
 #: Rows per chunk of C = I + L^T D^-1 L's sum.
 _GRAM_ROWS = 4096
 
+
 def pivoted_cholesky(column, diagonal, rank):
     """Partial pivoted Cholesky of a positive semi-definite matrix K, from
     its columns computed on demand.
