@@ -13,7 +13,14 @@ Cases (each problem of bench/_problems.py: ``1d`` is C * RBF + White on
   hyperparameters are scored by the exact log marginal likelihood against the
   Cholesky optimum (target: within 1 nat), and both models predict on 500
   new points (targets: mean within 0.1 noise standard deviation, standard
-  deviation within 5 %). Reports the fits' wall times too.
+  deviation within 5 %). Reports the fits' wall times too. The iterative
+  fit's per-evaluation report (CG iterations, residual) is appended to
+  bench/results/iterative-progress.log while it runs; the Cholesky optimum
+  is saved beside the results, and ``--reuse-cholesky`` takes it instead of
+  refitting (a rerun with other solver options).
+- ``prediction``: both solvers' models at the Cholesky optimum (the saved
+  one with ``--reuse-cholesky``, else a Cholesky fit), ``optimizer=None``:
+  the same prediction errors as ``accuracy``, from the solves alone.
 - ``time``: one loss+gradient at the problem's start, median of
   ``--repeats`` after a warm-up, Cholesky and iterative side by side in one
   process (target: iterative at most 0.5 x), with the CG iterations.
@@ -53,7 +60,7 @@ from ._measure import (MB, REPO_ROOT, PeakMemory, available_memory_bytes, enviro
                        run_in_subprocess, write_json)
 from ._problems import ALPHA, make_problem
 
-CASES = ("accuracy", "time", "memory", "scale", "subsetfit", "products")
+CASES = ("accuracy", "prediction", "time", "memory", "scale", "subsetfit", "products")
 PROBLEMS = ("1d", "ard10")
 
 
@@ -93,30 +100,78 @@ def _estimator(kernel, solver, spec):
 
 
 # ----------------------------------------------------------------- children
+def _cholesky_fit(spec, kernel, X, y):
+    """The Cholesky fit of the accuracy case: (model, fit_s, evaluations).
+    With ``reuse_cholesky``, a previous run's optimum (``cholesky_cache``)
+    is refitted with ``optimizer=None`` instead: one factorisation, not a
+    fit, when only the iterative options changed."""
+    cache = Path(spec["cholesky_cache"])
+    if spec.get("reuse_cholesky") and cache.exists():
+        saved = json.loads(cache.read_text())
+        model = _estimator(kernel.clone_with_theta(np.array(saved["theta"])),
+                           "cholesky", spec).set_params(optimizer=None).fit(X, y)
+        return model, saved["fit_s"], saved["evaluations"]
+    start = time.perf_counter()
+    model = _estimator(kernel, "cholesky", spec).fit(X, y)
+    fit_s = time.perf_counter() - start
+    cache.write_text(json.dumps({"theta": model.kernel_.theta.tolist(), "fit_s": fit_s,
+                                 "evaluations": int(model.n_evaluations_),
+                                 "kernel": str(model.kernel_)}))
+    return model, fit_s, int(model.n_evaluations_)
+
+
 def child_accuracy(spec):
+    import contextlib
     X, y, kernel, _ = _objectives(spec)
-    fits = {}
-    for solver in ("cholesky", "iterative"):
+    # the iterative fit's verbose report (CG per evaluation) goes to a log
+    # that can be followed while the case runs
+    with open(spec["progress_log"], "a") as log, contextlib.redirect_stdout(log):
+        exact, exact_s, exact_evals = _cholesky_fit(spec, kernel, X, y)
+        print(f"Cholesky fit: {exact.kernel_} ({exact_s:.1f} s)", flush=True)
         start = time.perf_counter()
-        fits[solver] = _estimator(kernel, solver, spec).fit(X, y)
-        fits[solver].fit_s = time.perf_counter() - start
-    exact, iterative = fits["cholesky"], fits["iterative"]
+        iterative = _estimator(kernel, "iterative", spec).set_params(verbose=True).fit(X, y)
+        iterative_s = time.perf_counter() - start
+        print(f"iterative fit: {iterative.kernel_} ({iterative_s:.1f} s)", flush=True)
+    scored = float(exact.log_marginal_likelihood(iterative.kernel_.theta))
+    optimum = float(exact.log_marginal_likelihood(exact.kernel_.theta))
+    return {
+        "lml_cholesky_optimum": optimum,
+        "lml_exact_at_iterative_theta": scored,
+        "lml_gap_nats": optimum - scored,
+        "kernel_cholesky": str(exact.kernel_), "kernel_iterative": str(iterative.kernel_),
+        "theta_cholesky": exact.kernel_.theta.tolist(),
+        "theta_iterative": iterative.kernel_.theta.tolist(),
+        **_prediction_errors(spec, exact, iterative),
+        "fit_s": {"cholesky": exact_s, "iterative": iterative_s},
+        "evaluations": {"cholesky": exact_evals, "iterative": iterative.n_evaluations_},
+    }
+
+
+def _prediction_errors(spec, exact, iterative):
+    """Both models' predictions on 500 new points: the largest mean
+    difference in noise standard deviations of ``exact`` and the largest
+    relative difference of the standard deviations."""
     Xq = make_problem(spec["problem"], 500, seed=1).X
     mean0, std0 = exact.predict(Xq, return_std=True)
+    start = time.perf_counter()
     mean, std = iterative.predict(Xq, return_std=True)
+    predict_s = time.perf_counter() - start
     noise_sd = float(np.sqrt(exact.kernel_.k2.noise_level + ALPHA))
-    scored = float(exact.log_marginal_likelihood(iterative.kernel_.theta))
-    return {
-        "lml_cholesky_optimum": float(exact.log_marginal_likelihood_value_),
-        "lml_exact_at_iterative_theta": scored,
-        "lml_gap_nats": float(exact.log_marginal_likelihood_value_ - scored),
-        "kernel_cholesky": str(exact.kernel_), "kernel_iterative": str(iterative.kernel_),
-        "mean_error_noise_sd": float(np.max(np.abs(mean - mean0)) / noise_sd),
-        "std_relative_error": float(np.max(np.abs(std / std0 - 1.0))),
-        "fit_s": {"cholesky": exact.fit_s, "iterative": iterative.fit_s},
-        "evaluations": {"cholesky": exact.n_evaluations_,
-                        "iterative": iterative.n_evaluations_},
-    }
+    return {"mean_error_noise_sd": float(np.max(np.abs(mean - mean0)) / noise_sd),
+            "std_relative_error": float(np.max(np.abs(std / std0 - 1.0))),
+            "predict_s_iterative": predict_s}
+
+
+def child_prediction(spec):
+    """Both solvers' models at the Cholesky optimum (optimizer=None): the
+    prediction's own error, apart from the fitted hyperparameters'."""
+    X, y, kernel, _ = _objectives(spec)
+    exact, _, _ = _cholesky_fit(spec, kernel, X, y)
+    start = time.perf_counter()
+    iterative = _estimator(exact.kernel_, "iterative", spec).set_params(
+        optimizer=None).fit(X, y)
+    return {"kernel": str(exact.kernel_), "final_solve_s": time.perf_counter() - start,
+            **_prediction_errors(spec, exact, iterative)}
 
 
 def child_time(spec):
@@ -213,8 +268,8 @@ def child_products(spec):
             "kv_ns_per_entry": kv / entries * 1e9, "grad_ns_per_entry": grad / entries * 1e9}
 
 
-CHILDREN = {"accuracy": child_accuracy, "time": child_time, "memory": child_memory,
-            "subsetfit": child_subsetfit, "products": child_products}
+CHILDREN = {"accuracy": child_accuracy, "prediction": child_prediction, "time": child_time,
+            "memory": child_memory, "subsetfit": child_subsetfit, "products": child_products}
 
 
 def run_child(spec):
@@ -232,7 +287,13 @@ def _spawn(spec, timeout_s):
 def run(case, problem, args):
     spec = dict(problem=problem, n=args.n, cg_tol=args.cg_tol, n_probes=args.n_probes,
                 rank=args.rank, max_cg_iter=args.max_cg_iter, repeats=args.repeats)
-    if case in ("accuracy", "time", "products"):
+    if case in ("accuracy", "prediction"):
+        results = args.out.parent
+        result = _spawn(dict(spec, child=case, reuse_cholesky=args.reuse_cholesky,
+                             cholesky_cache=str(results / f"cholesky-{problem}-{args.n}.json"),
+                             progress_log=str(results / "iterative-progress.log")),
+                        args.timeout)
+    elif case in ("time", "products"):
         result = _spawn(dict(spec, child=case), args.timeout)
     elif case == "subsetfit":
         result = _spawn(dict(spec, child=case, subset=args.subset), args.timeout)
@@ -263,6 +324,11 @@ def _line(r):
                        f"{res['mean_error_noise_sd']:.3f} noise sd (<= 0.1), std error "
                        f"{100 * res['std_relative_error']:.2f} % (<= 5 %); fits "
                        f"{res['fit_s']['cholesky']:.1f} s / {res['fit_s']['iterative']:.1f} s")
+    if r["case"] == "prediction":
+        return head + (f"at the Cholesky optimum: mean error {res['mean_error_noise_sd']:.2e} "
+                       f"noise sd (<= 0.1), std error {100 * res['std_relative_error']:.3f} % "
+                       f"(<= 5 %); final solve {res['final_solve_s']:.1f} s, predict "
+                       f"{res['predict_s_iterative']:.1f} s")
     if r["case"] == "subsetfit":
         return head + (f"exact fit on {res['subset']:,} points {res['subset_fit_s']:.1f} s, "
                        f"then the iterative fit on all {res['full_fit_s']:.1f} s "
@@ -303,6 +369,9 @@ def main(argv=None):
     parser.add_argument("--subset", type=int, default=10_000,
                         help="subset of the exact fit (subsetfit)")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds per case")
+    parser.add_argument("--reuse-cholesky", action="store_true",
+                        help="accuracy: take the Cholesky optimum of an earlier run at the "
+                             "same problem and N (saved beside --out) instead of refitting")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench/results/iterative.json")
     args = parser.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
