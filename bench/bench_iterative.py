@@ -21,7 +21,12 @@ Cases (each problem of bench/_problems.py: ``1d`` is C * RBF + White on
 - ``prediction``: both solvers' models at the Cholesky optimum (the saved
   one with ``--reuse-cholesky``, else a Cholesky fit), ``optimizer=None``:
   the same prediction errors as ``accuracy``, from the solves alone.
-- ``time``: one loss+gradient at the problem's start, median of
+- ``estimator``: at the Cholesky optimum saved by ``accuracy`` or
+  ``prediction``, the iterative objective's value and gradient against the
+  exact ones, for probe seeds 0 .. ``--seeds`` - 1: the estimator's error
+  where the optimiser ends.
+- ``time``: one loss+gradient at the problem's start (``--at optimum``: at
+  the saved Cholesky optimum), median of
   ``--repeats`` after a warm-up, Cholesky and iterative side by side in one
   process (target: iterative at most 0.5 x), with the CG iterations.
 - ``memory``: one loss+gradient of each solver in a fresh process; peak
@@ -60,7 +65,7 @@ from ._measure import (MB, REPO_ROOT, PeakMemory, available_memory_bytes, enviro
                        run_in_subprocess, write_json)
 from ._problems import ALPHA, make_problem
 
-CASES = ("accuracy", "prediction", "time", "memory", "scale", "subsetfit", "products")
+CASES = ("accuracy", "prediction", "estimator", "time", "memory", "scale", "subsetfit", "products")
 PROBLEMS = ("1d", "ard10")
 
 
@@ -174,9 +179,44 @@ def child_prediction(spec):
             **_prediction_errors(spec, exact, iterative)}
 
 
+def _cached_optimum(spec):
+    cache = Path(spec["cholesky_cache"])
+    if not cache.exists():
+        raise SystemExit(f"no saved Cholesky optimum at {cache}: run --cases accuracy or "
+                         "prediction at this problem and N first")
+    return np.array(json.loads(cache.read_text())["theta"])
+
+
+def child_estimator(spec):
+    """The estimates' error at the Cholesky optimum, one objective per seed:
+    the value's against the exact log marginal likelihood and the
+    gradient's against the exact gradient (about zero there)."""
+    X, y, kernel, made = _objectives(spec)
+    theta = _cached_optimum(spec)
+    exact = _estimator(kernel.clone_with_theta(theta), "cholesky", spec).set_params(
+        optimizer=None).fit(X, y)
+    value0, grad0 = exact.log_marginal_likelihood(theta, eval_gradient=True)
+    out = {"exact_gradient_norm": float(np.linalg.norm(grad0)), "seeds": []}
+    from fastgp.iterative_objective import IterativeNegLogMarginalLikelihood
+    objective0 = made["iterative"]()
+    for seed in range(spec["seeds"]):
+        objective = IterativeNegLogMarginalLikelihood(objective0.covariance, objective0.Y,
+                                                      objective0.diag_add, _options(spec),
+                                                      seed=seed)
+        start = time.perf_counter()
+        value, grad = objective(theta)           # the negative log likelihood
+        error = -np.asarray(grad) - grad0
+        out["seeds"].append({"seed": seed, "value_error_nats": float(-value - value0),
+                             "gradient_error_norm": float(np.linalg.norm(error)),
+                             "gradient_error_max": float(np.max(np.abs(error))),
+                             "cg_iterations": objective.last_cg.n_iterations,
+                             "time_s": time.perf_counter() - start})
+    return out
+
+
 def child_time(spec):
     _, _, kernel, made = _objectives(spec)
-    theta = kernel.theta
+    theta = _cached_optimum(spec) if spec.get("at") == "optimum" else kernel.theta
     out = {}
     for solver in ("cholesky", "iterative"):
         objective = made[solver]()
@@ -191,6 +231,7 @@ def child_time(spec):
             out[solver]["cg_iterations"] = objective.last_cg.n_iterations
             out[solver]["cg_residual"] = objective.last_cg.max_residual
     out["ratio"] = out["iterative"]["median_s"] / out["cholesky"]["median_s"]
+    out["at"] = spec.get("at", "start")
     return out
 
 
@@ -268,7 +309,8 @@ def child_products(spec):
             "kv_ns_per_entry": kv / entries * 1e9, "grad_ns_per_entry": grad / entries * 1e9}
 
 
-CHILDREN = {"accuracy": child_accuracy, "prediction": child_prediction, "time": child_time,
+CHILDREN = {"accuracy": child_accuracy, "prediction": child_prediction,
+            "estimator": child_estimator, "time": child_time,
             "memory": child_memory, "subsetfit": child_subsetfit, "products": child_products}
 
 
@@ -287,13 +329,14 @@ def _spawn(spec, timeout_s):
 def run(case, problem, args):
     spec = dict(problem=problem, n=args.n, cg_tol=args.cg_tol, n_probes=args.n_probes,
                 rank=args.rank, max_cg_iter=args.max_cg_iter, repeats=args.repeats)
-    if case in ("accuracy", "prediction"):
+    if case in ("accuracy", "prediction", "estimator", "time"):
         results = args.out.parent
         result = _spawn(dict(spec, child=case, reuse_cholesky=args.reuse_cholesky,
                              cholesky_cache=str(results / f"cholesky-{problem}-{args.n}.json"),
-                             progress_log=str(results / "iterative-progress.log")),
+                             progress_log=str(results / "iterative-progress.log"),
+                             at=args.at, seeds=args.seeds),
                         args.timeout)
-    elif case in ("time", "products"):
+    elif case == "products":
         result = _spawn(dict(spec, child=case), args.timeout)
     elif case == "subsetfit":
         result = _spawn(dict(spec, child=case, subset=args.subset), args.timeout)
@@ -324,6 +367,13 @@ def _line(r):
                        f"{res['mean_error_noise_sd']:.3f} noise sd (<= 0.1), std error "
                        f"{100 * res['std_relative_error']:.2f} % (<= 5 %); fits "
                        f"{res['fit_s']['cholesky']:.1f} s / {res['fit_s']['iterative']:.1f} s")
+    if r["case"] == "estimator":
+        per_seed = "; ".join(f"seed {e['seed']}: value {e['value_error_nats']:+.2f} nats, "
+                             f"gradient error norm {e['gradient_error_norm']:.1f} "
+                             f"(max {e['gradient_error_max']:.1f}), {e['cg_iterations']} CG"
+                             for e in res["seeds"])
+        return head + (f"at the Cholesky optimum (exact gradient norm "
+                       f"{res['exact_gradient_norm']:.2f}): {per_seed}")
     if r["case"] == "prediction":
         return head + (f"at the Cholesky optimum: mean error {res['mean_error_noise_sd']:.2e} "
                        f"noise sd (<= 0.1), std error {100 * res['std_relative_error']:.3f} % "
@@ -340,7 +390,8 @@ def _line(r):
                        f"({res['columns']} pairs + {res['rank']} symmetric columns) "
                        f"{res['grad_s']:.2f} s = {res['grad_ns_per_entry']:.3f} ns")
     if r["case"] == "time":
-        return head + (f"loss+grad Cholesky {res['cholesky']['median_s']:.3f} s, iterative "
+        return head + (f"loss+grad at the {res['at']}: Cholesky "
+                       f"{res['cholesky']['median_s']:.3f} s, iterative "
                        f"{res['iterative']['median_s']:.3f} s ({res['ratio']:.2f} x, target "
                        f"<= 0.5; {res['iterative']['cg_iterations']} CG iterations)")
     return head + (f"iterative loss+grad {res['time_s']:.1f} s, "
@@ -369,6 +420,9 @@ def main(argv=None):
     parser.add_argument("--subset", type=int, default=10_000,
                         help="subset of the exact fit (subsetfit)")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds per case")
+    parser.add_argument("--at", choices=["start", "optimum"], default="start",
+                        help="time: at the problem's start, or at the saved Cholesky optimum")
+    parser.add_argument("--seeds", type=int, default=3, help="estimator: probe seeds")
     parser.add_argument("--reuse-cholesky", action="store_true",
                         help="accuracy: take the Cholesky optimum of an earlier run at the "
                              "same problem and N (saved beside --out) instead of refitting")
