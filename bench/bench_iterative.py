@@ -424,8 +424,9 @@ def main(argv=None):
                         help="time: at the problem's start, or at the saved Cholesky optimum")
     parser.add_argument("--seeds", type=int, default=3, help="estimator: probe seeds")
     parser.add_argument("--reuse-cholesky", action="store_true",
-                        help="accuracy: take the Cholesky optimum of an earlier run at the "
-                             "same problem and N (saved beside --out) instead of refitting")
+                        help="accuracy, prediction: take the Cholesky optimum of an "
+                             "earlier run at the same problem and N (saved beside --out) "
+                             "instead of refitting")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench/results/iterative.json")
     args = parser.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]

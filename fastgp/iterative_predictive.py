@@ -18,8 +18,8 @@ The solves for V run to ``PREDICTION_TOL_FACTOR`` x the fit's ``cg_tol``
 whose two terms cancel down to the order of the noise: with a white-noise
 variance 1e-4 beside a signal variance 1.5, a solve's error of
 ||e||_K~^2 = r^T K~^-1 r (CG's iterates make the variance's error this
-quadratic form of the residual r: Hestenes & Stiefel 1952, eq. 6:2; Strakos &
-Tichy 2002) is comparable to the variance at a relative residual of 1e-4,
+quadratic form of the residual r: Hestenes & Stiefel 1952; Strakos & Tichy
+2002) is comparable to the variance at a relative residual of 1e-4,
 while the mean, k*^T A, carries A's error only to first order and against
 y's scale. Measured at N = 10,000 on bench's 10-D ARD problem near its
 optimum (docs/benchmarks.md): the predictive standard deviation was 45 % off
