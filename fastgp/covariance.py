@@ -49,6 +49,7 @@ from ._engine import opcodes as op
 from ._engine import passes as jitted
 from ._engine import product_passes as product_jitted
 from ._engine.config import parallel_region
+from ._engine.interpreter import eval_tile_address
 from ._user_warnings import warn_user
 from .lowering import fast_path_summary, lower_kernel
 
@@ -209,10 +210,10 @@ class FastCovariance:
         V2 = _vector_block(V, self.X.shape[0])
         out = np.empty((max(n_theta, 1), X_query_T.shape[1], V2.shape[1]))
         with parallel_region():
-            product_jitted.kernel_matmat(self.X_T, X_query_T, on_diagonal, row_offset,
-                                         p.ops, p.op_float, p.params(theta),
-                                         p.theta_of_param, p.stack_depth,
-                                         n_theta, V2, out)
+            product_jitted.kernel_matmat(eval_tile_address(), self.X_T, X_query_T,
+                                         on_diagonal, row_offset, p.ops, p.op_float,
+                                         p.params(theta), p.theta_of_param,
+                                         p.stack_depth, n_theta, V2, out)
         return out
 
     def rows_product(self, theta, start, stop, n_theta, V):
@@ -238,10 +239,10 @@ class FastCovariance:
         partial = np.empty((last - first, pr.n_theta))
         with parallel_region():
             product_jitted.grad_bilinear_lower(
-                self.X_T, pr.ops, pr.op_float, pr.params(theta), pr.theta_of_param,
-                pr.stack_depth, pr.n_theta, _vector_block(P, n, transposed=True),
-                _vector_block(Q, n, transposed=True), S_T, float(s_scale),
-                self.bounds[first:last + 1], partial)
+                eval_tile_address(), self.X_T, pr.ops, pr.op_float, pr.params(theta),
+                pr.theta_of_param, pr.stack_depth, pr.n_theta,
+                _vector_block(P, n, transposed=True), _vector_block(Q, n, transposed=True),
+                S_T, float(s_scale), self.bounds[first:last + 1], partial)
         return partial
 
     def matmat(self, theta, V, diag_add=None):
@@ -255,8 +256,9 @@ class FastCovariance:
         out_T = np.empty((V2.shape[1], n))
         with parallel_region():
             product_jitted.kernel_matmat_symmetric(
-                self.X_T, *self.pair_schedule(), p.ops, p.op_float, p.params(theta),
-                p.theta_of_param, p.stack_depth, np.ascontiguousarray(V2.T), out_T)
+                eval_tile_address(), self.X_T, *self.pair_schedule(), p.ops, p.op_float,
+                p.params(theta), p.theta_of_param, p.stack_depth,
+                np.ascontiguousarray(V2.T), out_T)
         return _finish_matmat(np.ascontiguousarray(out_T.T), V, diag_add)
 
     def pair_schedule(self):
@@ -278,9 +280,9 @@ class FastCovariance:
         out_T = np.empty((V2.shape[1], n))
         with parallel_region():
             product_jitted.kernel_matmat_symmetric_rows(
-                self.X_T, bounds, rounds, int(first_block), int(last_block), p.ops,
-                p.op_float, p.params(theta), p.theta_of_param, p.stack_depth,
-                np.ascontiguousarray(V2.T), out_T)
+                eval_tile_address(), self.X_T, bounds, rounds, int(first_block),
+                int(last_block), p.ops, p.op_float, p.params(theta), p.theta_of_param,
+                p.stack_depth, np.ascontiguousarray(V2.T), out_T)
         return np.ascontiguousarray(out_T[:, bounds[first_block]:bounds[last_block]].T)
 
     def dmatmat(self, theta, V):
@@ -422,9 +424,10 @@ class LatentCovariance(FastCovariance):
         A_T = np.ascontiguousarray(A.T)
         with parallel_region():
             latent_jitted.grad_latent_lower(
-                self.X_T, p.ops, p.op_float, p.params(theta), p.theta_of_param,
-                p.stack_depth, p.n_theta, bool(with_theta), self.want_d2, Kinv_lower,
-                A_T, self.bounds_latent, self._theta_partial, self._x_partial)
+                eval_tile_address(), self.X_T, p.ops, p.op_float, p.params(theta),
+                p.theta_of_param, p.stack_depth, p.n_theta, bool(with_theta),
+                self.want_d2, Kinv_lower, A_T, self.bounds_latent, self._theta_partial,
+                self._x_partial)
         trace_theta = self._theta_partial.sum(axis=0) if with_theta else None
         return self._x_partial.sum(axis=0), trace_theta
 
@@ -436,8 +439,8 @@ class LatentCovariance(FastCovariance):
         m = Xq.shape[1]
         kdiag = np.empty(m)
         dkdiag = np.empty((m, self.X.shape[1]))
-        latent_jitted.diag_with_dx(Xq, p.ops, p.op_float, p.params(theta), p.stack_depth,
-                                   self.want_d2, kdiag, dkdiag)
+        latent_jitted.diag_with_dx(eval_tile_address(), Xq, p.ops, p.op_float,
+                                   p.params(theta), p.stack_depth, self.want_d2, kdiag, dkdiag)
         return kdiag, dkdiag
 
     def grad_cross_weighted(self, theta, X_query, weights):
@@ -448,8 +451,8 @@ class LatentCovariance(FastCovariance):
         Xq = kernel_input(X_query)
         out = np.empty((Xq.shape[1], self.X.shape[1]))
         with parallel_region():
-            latent_jitted.grad_cross_weighted(self.X_T, Xq, p.ops, p.op_float,
-                                              p.params(theta), p.stack_depth,
+            latent_jitted.grad_cross_weighted(eval_tile_address(), self.X_T, Xq, p.ops,
+                                              p.op_float, p.params(theta), p.stack_depth,
                                               self.want_d2, weights, out)
         return out
 

@@ -11,9 +11,11 @@ fastgp never sets the threading layer or the thread count. It reads the thread
 count that the user chose (``numba.set_num_threads`` or ``NUMBA_NUM_THREADS``).
 
 Numba's disk cache checks only the source file of the function it compiled,
-so code cached for ``passes.covariance_pass`` would survive a change to
-``interpreter.eval_tile``, which it inlines, and run stale (wrong numbers, or a
-crash). fastgp's routines are therefore cached under a stamp that hashes the
+so code cached for ``interpreter.eval_tile`` would survive a change to
+``leaves.eval_leaf``, which it inlines, and run stale (wrong numbers, or a
+crash; a pass that calls the interpreter through its address, as every pass
+does, would also keep calling it with the argument types it was cached
+with). fastgp's routines are therefore cached under a stamp that hashes the
 sources of every module of this subpackage (``fastgp/_engine/*.py``, where all
 jitted code lives and nothing else does): any change to any of them recompiles
 them all.

@@ -67,13 +67,17 @@ ConstantKernel took 2.4 x as long per tile with them).
 """
 
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from . import opcodes as op
+from .address_call import compiled_address, typed_call
 from .config import jit
 from .leaves import eval_leaf
 
 __all__ = ["TILE", "VALUES", "D_THETA", "D_X1", "D_X2", "eval_tile",
-           "allocate_scratch"]
+           "allocate_scratch", "EVAL_TILE_SIGNATURE", "eval_tile_address",
+           "call_eval_tile"]
 
 TILE = 512
 
@@ -198,16 +202,36 @@ def allocate_scratch(stack_depth, n_theta, n_dims):
     return V, G, D1, D2, Wk
 
 
-@jit(_nrt=False)
-def eval_lower_tile(X, i0, j, ops, op_float, params, theta_of_param, mode,
-                    V, G, D1, D2, Wk):
-    """The tile of k(X, X) in column j from row i0 down: rows i0 .. i0+m-1,
-    m = min(TILE, n - i0), of the lower triangle (i0 >= j), evaluated as
-    :func:`eval_tile` does, with the diagonal entry at t = 0 when i0 == j.
-    Returns m. The lower-triangle passes walk column j's tiles
-    ``for i0 in range(j, n, TILE)``.
-    """
-    m = min(TILE, X.shape[1] - i0)
-    eval_tile(X, i0, m, X, j, 0 if i0 == j else -1, ops, op_float, params,
-              theta_of_param, mode, V, G, D1, D2, Wk)
-    return m
+_F1 = types.Array(types.float64, 1, "C")
+_F2 = types.Array(types.float64, 2, "C")
+_F3 = types.Array(types.float64, 3, "C")
+_I1 = types.Array(types.int64, 1, "C")
+_I2 = types.Array(types.int64, 2, "C")
+_I = types.int64
+
+#: The one signature :func:`eval_tile` is compiled for and called with:
+#: X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param, mode,
+#: V, G, D1, D2, Wk (writeable C-contiguous arrays, int64 integers).
+EVAL_TILE_SIGNATURE = types.int64(_F2, _I, _I, _F2, _I, _I, _I2, _F1, _F1, _I1, _I,
+                                  _F2, _F2, _F3, _F3, _F2)
+
+
+def eval_tile_address():
+    """The address of :func:`eval_tile` compiled for
+    :data:`EVAL_TILE_SIGNATURE` (loaded from the disk cache, or compiled, on
+    first use): the ``interpreter`` argument of every pass, which calls it
+    through :func:`call_eval_tile`."""
+    return compiled_address(eval_tile, EVAL_TILE_SIGNATURE)
+
+
+@intrinsic
+def call_eval_tile(typingctx, interpreter, X1, i0, n, X2, j, diag_t, ops, op_float,
+                   params, theta_of_param, mode, V, G, D1, D2, Wk):
+    """``eval_tile(X1, ..., Wk)`` through the address ``interpreter`` from
+    :func:`eval_tile_address`: the passes call the interpreter this way, so
+    that none of them links and re-optimises its code (.address_call).
+    Arguments must have the types of :data:`EVAL_TILE_SIGNATURE` (checked
+    when the caller compiles)."""
+    return typed_call(interpreter, (X1, i0, n, X2, j, diag_t, ops, op_float, params,
+                                    theta_of_param, mode, V, G, D1, D2, Wk),
+                      EVAL_TILE_SIGNATURE)

@@ -24,7 +24,9 @@ Every kernel evaluation here is the one interpreter
 values, theta-derivatives and input derivatives of a tile at once
 (``D_THETA | D_X1``), so each tile of K is interpreted once per gradient;
 :func:`grad_cross_weighted` and :func:`diag_with_dx` ask for input
-derivatives only. Scratch arrays are the interpreter's
+derivatives only. Each reaches the interpreter through its address, its
+first argument ``interpreter`` (:func:`.interpreter.eval_tile_address`;
+:mod:`.address_call`). Scratch arrays are the interpreter's
 (:func:`.interpreter.allocate_scratch`, Q = X.shape[0]), one set per
 ``prange`` iteration, plus the per-block accumulators documented below.
 """
@@ -33,7 +35,7 @@ import numpy as np
 
 from . import opcodes as op
 from .config import jit, parallel_jit, prange
-from .interpreter import D_THETA, D_X1, D_X2, TILE, allocate_scratch, eval_tile
+from .interpreter import D_THETA, D_X1, D_X2, TILE, allocate_scratch, call_eval_tile
 
 #: Leaf opcodes with input derivatives: all of them (.leaves).
 SUPPORTED_LEAVES = op.LEAVES
@@ -47,9 +49,8 @@ PANEL = 16
 
 
 @parallel_jit
-def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
-                      n_theta, want_theta, want_d2, Kinv, A_T, bounds,
-                      theta_partial_out, x_partial_out):
+def grad_latent_lower(interpreter, X, ops, op_float, params, theta_of_param, stack_depth, n_theta,
+                      want_theta, want_d2, Kinv, A_T, bounds, theta_partial_out, x_partial_out):
     """The GPLVM's fused gradient pass (module docstring; Lawrence 2005).
 
     For each lower-triangle entry (i, j) of block b, with
@@ -134,8 +135,8 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
                         w[t] = 2.0 * (T * kinv_column[t] - AA[jj, t])
                     if diag_t >= 0:
                         w[diag_t] *= 0.5
-                    eval_tile(X, i0, m, X, j, diag_t, ops, op_float, params,
-                              theta_of_param, mode, V, G, D1, D2, Wk)
+                    call_eval_tile(interpreter, X, i0, m, X, j, diag_t, ops, op_float, params,
+                                   theta_of_param, mode, V, G, D1, D2, Wk)
                     if want_theta:
                         for p in range(n_theta):
                             s = 0.0
@@ -163,8 +164,8 @@ def grad_latent_lower(X, ops, op_float, params, theta_of_param, stack_depth,
 
 
 @parallel_jit
-def grad_cross_weighted(X_train, X_query, ops, op_float, params, stack_depth,
-                        want_d2, Omega, grad_out):
+def grad_cross_weighted(interpreter, X_train, X_query, ops, op_float, params, stack_depth, want_d2,
+                        Omega, grad_out):
     """grad_out[c, k] = sum_i Omega[i, c] dk(X_train[i], X_query[c]) / dX_query[c, k]
     (no WhiteKernel term: the points are distinct draws).
 
@@ -183,8 +184,8 @@ def grad_cross_weighted(X_train, X_query, ops, op_float, params, stack_depth,
             grad_out[c, k] = 0.0
         for i0 in range(0, n, TILE):
             m = min(TILE, n - i0)
-            eval_tile(X_train, i0, m, X_query, j, no_diagonal, ops, op_float,
-                      params, theta_of_param, mode, V, G, D1, D2, Wk)
+            call_eval_tile(interpreter, X_train, i0, m, X_query, j, no_diagonal, ops, op_float,
+                           params, theta_of_param, mode, V, G, D1, D2, Wk)
             weights = Omega[i0:i0 + m, c]  # a view from 0: vectorises
             for k in range(d):
                 s = 0.0
@@ -198,8 +199,8 @@ def grad_cross_weighted(X_train, X_query, ops, op_float, params, stack_depth,
 
 
 @jit
-def diag_with_dx(X_query, ops, op_float, params, stack_depth, want_d2,
-                 kdiag_out, dkdiag_out):
+def diag_with_dx(interpreter, X_query, ops, op_float, params, stack_depth, want_d2, kdiag_out,
+                 dkdiag_out):
     """kdiag_out[c] = k(x_c, x_c) with the WhiteKernel term (scikit-learn's
     ``kernel.diag``) and dkdiag_out[c, k] = d k(x_c, x_c) / dx_c,k (both
     arguments move; zero for stationary kernels).
@@ -213,8 +214,8 @@ def diag_with_dx(X_query, ops, op_float, params, stack_depth, want_d2,
     theta_of_param = np.full(params.size, -1, dtype=np.int64)  # no theta rows
     V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, d)
     for c in range(m):
-        eval_tile(X_query, c, one, X_query, c, diagonal, ops, op_float, params,
-                  theta_of_param, mode, V, G, D1, D2, Wk)
+        call_eval_tile(interpreter, X_query, c, one, X_query, c, diagonal, ops, op_float, params,
+                       theta_of_param, mode, V, G, D1, D2, Wk)
         kdiag_out[c] = V[0, 0]
         for k in range(d):
             dkdiag_out[c, k] = D1[0, k, 0] + D2[0, k, 0] if want_d2 else 0.0

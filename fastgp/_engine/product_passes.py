@@ -7,7 +7,9 @@ implicit gradient term's products by dK/dtheta).
 
 Each pass runs the one interpreter (:func:`.interpreter.eval_tile`), a tile of
 kernel entries at a time, in the mode it needs: values for K V, values and
-theta-derivatives for dK V and the bilinear forms.
+theta-derivatives for dK V and the bilinear forms. It reaches the interpreter
+through its address, its first argument ``interpreter``
+(:func:`.interpreter.eval_tile_address`; :mod:`.address_call`).
 
 Determinism. :func:`kernel_matmat` owns output rows: row c of the result is
 accumulated by one ``prange`` iteration, in a fixed order over the tiles of
@@ -23,14 +25,14 @@ rows) and one accumulator of t (or n_theta x t) floats per thread.
 import numpy as np
 
 from .config import jit, parallel_jit, prange
-from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, eval_tile
+from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, call_eval_tile
 
 #: Row blocks of the product passes (fixed: results do not depend on threads).
 MAX_ROW_BLOCKS = 256
 
 
 @parallel_jit
-def kernel_matmat(X1, X2, on_diagonal, row_offset, ops, op_float, params,
+def kernel_matmat(interpreter, X1, X2, on_diagonal, row_offset, ops, op_float, params,
                   theta_of_param, stack_depth, n_theta, V, out):
     """Products of the kernel matrix k(X1, X2)^T, or of its theta-derivatives,
     with the columns of V, one output row per query row X2[c]:
@@ -65,8 +67,8 @@ def kernel_matmat(X1, X2, on_diagonal, row_offset, ops, op_float, params,
                 diag_t = np.int64(-1)
                 if on_diagonal and j0 <= row_offset + c < j0 + width:
                     diag_t = np.int64(row_offset + c - j0)
-                eval_tile(X1, np.int64(j0), width, X2, np.int64(c), diag_t, ops,
-                          op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
+                call_eval_tile(interpreter, X1, np.int64(j0), width, X2, np.int64(c), diag_t, ops,
+                               op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
                 if n_theta > 0:
                     for p in range(n_theta):
                         for tt in range(width):
@@ -113,7 +115,7 @@ MAX_PAIR_BLOCKS = 64
 
 
 @parallel_jit
-def kernel_matmat_symmetric(X, bounds, rounds, ops, op_float, params, theta_of_param,
+def kernel_matmat_symmetric(interpreter, X, bounds, rounds, ops, op_float, params, theta_of_param,
                             stack_depth, V_T, out_T):
     """out = K V, K = k(X, X) with WhiteKernel's value on the diagonal, each
     entry of K's lower triangle evaluated once and used twice (K is
@@ -142,18 +144,17 @@ def kernel_matmat_symmetric(X, bounds, rounds, ops, op_float, params, theta_of_p
         for r in range(n):
             out_T[q, r] = 0.0
     for task in prange(n_blocks):  # the diagonal blocks
-        _pair_task(X, bounds, task, task, True, True, ops, op_float, params,
+        _pair_task(interpreter, X, bounds, task, task, True, True, ops, op_float, params,
                    theta_of_param, stack_depth, mode, V_T, out_T)
     for rnd in range(rounds.shape[0]):
         for slot in prange(rounds.shape[1]):
-            _pair_task(X, bounds, rounds[rnd, slot, 0], rounds[rnd, slot, 1], True, True,
-                       ops, op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
+            _pair_task(interpreter, X, bounds, rounds[rnd, slot, 0], rounds[rnd, slot, 1], True,
+                       True, ops, op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
 
 
 @parallel_jit
-def kernel_matmat_symmetric_rows(X, bounds, rounds, first_block, last_block, ops,
-                                 op_float, params, theta_of_param, stack_depth, V_T,
-                                 out_T):
+def kernel_matmat_symmetric_rows(interpreter, X, bounds, rounds, first_block, last_block, ops,
+                                 op_float, params, theta_of_param, stack_depth, V_T, out_T):
     """The rows of blocks [first_block, last_block) of
     :func:`kernel_matmat_symmetric`'s product, with its bits, computed alone
     (a cluster worker's share: docs/design.md, "Products on a cluster").
@@ -173,25 +174,25 @@ def kernel_matmat_symmetric_rows(X, bounds, rounds, first_block, last_block, ops
         for q in range(t_cols):
             for r in range(bounds[blk], bounds[blk + 1]):
                 out_T[q, r] = 0.0
-        _pair_task(X, bounds, blk, blk, True, True, ops, op_float, params,
+        _pair_task(interpreter, X, bounds, blk, blk, True, True, ops, op_float, params,
                    theta_of_param, stack_depth, mode, V_T, out_T)
         for rnd in range(rounds.shape[0]):
             for slot in range(rounds.shape[1]):
                 row_block, col_block = rounds[rnd, slot, 0], rounds[rnd, slot, 1]
                 if row_block == blk or col_block == blk:
-                    _pair_task(X, bounds, row_block, col_block, row_block == blk,
+                    _pair_task(interpreter, X, bounds, row_block, col_block, row_block == blk,
                                col_block == blk, ops, op_float, params, theta_of_param,
                                stack_depth, mode, V_T, out_T)
 
 
 @jit
-def _pair_task(X, bounds, row_block, col_block, rows_side, cols_side, ops, op_float,
+def _pair_task(interpreter, X, bounds, row_block, col_block, rows_side, cols_side, ops, op_float,
                params, theta_of_param, stack_depth, mode, V_T, out_T):
     """:func:`_symmetric_block` on the blocks (row_block, col_block) of
     ``bounds``: a diagonal block's lower triangle where they are equal."""
-    _symmetric_block(X, bounds[row_block], bounds[row_block + 1], bounds[col_block],
-                     bounds[col_block + 1], row_block == col_block, rows_side, cols_side,
-                     ops, op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
+    _symmetric_block(interpreter, X, bounds[row_block], bounds[row_block + 1], bounds[col_block],
+                     bounds[col_block + 1], row_block == col_block, rows_side, cols_side, ops,
+                     op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
 
 
 #: Columns of K evaluated together, so that each pass over a tile's rows of
@@ -259,9 +260,9 @@ def _group_tile(k_group, v_group, v_rows, o_rows, width, sums):
 
 
 @jit
-def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows_side,
-                     cols_side, ops, op_float, params, theta_of_param, stack_depth, mode,
-                     V_T, out_T):
+def _symmetric_block(interpreter, X, row_first, row_last, col_first, col_last, diagonal, rows_side,
+                     cols_side, ops, op_float, params, theta_of_param, stack_depth, mode, V_T,
+                     out_T):
     """One task of :func:`kernel_matmat_symmetric`: the entries (i, j) of K
     with i in [row_first, row_last), j in [col_first, col_last) (i >= j when
     ``diagonal``, the block's lower triangle), each added as K_ij V[j] to
@@ -299,8 +300,8 @@ def _symmetric_block(X, row_first, row_last, col_first, col_last, diagonal, rows
                     continue
                 j = g0 + c
                 diag_t = np.int64(j - i0) if diagonal and i0 <= j < i0 + width else np.int64(-1)
-                eval_tile(X, np.int64(i0), width, X, np.int64(j), diag_t, ops, op_float,
-                          params, theta_of_param, mode, Vs, G, D1, D2, Wk)
+                call_eval_tile(interpreter, X, np.int64(i0), width, X, np.int64(j), diag_t, ops,
+                               op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
                 for tt in range(width):
                     k[tt] = Vs[0, tt]
                 if diag_t >= 0:  # K_jj V[j] once; rows above j are not this column's
@@ -330,7 +331,7 @@ WEIGHT_GROUP = 8
 
 
 @parallel_jit
-def grad_bilinear_lower(X, ops, op_float, params, theta_of_param, stack_depth,
+def grad_bilinear_lower(interpreter, X, ops, op_float, params, theta_of_param, stack_depth,
                         n_theta, P_T, Q_T, S_T, s_scale, bounds, partial_out):
     """Bilinear forms of the theta-derivatives of K with low-rank weights:
     partial_out[b, p] = the sum, over the lower-triangle entries (i, j) of
@@ -400,8 +401,8 @@ def grad_bilinear_lower(X, ops, op_float, params, theta_of_param, stack_depth,
                         for tt in range(diag_t):
                             w[tt] = 0.0
                         w[diag_t] *= 0.5
-                    eval_tile(X, np.int64(i0), width, X, np.int64(j), diag_t, ops,
-                              op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
+                    call_eval_tile(interpreter, X, np.int64(i0), width, X, np.int64(j), diag_t,
+                                   ops, op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
                     for p in range(n_theta):
                         for tt in range(width):
                             acc[p, tt] += w[tt] * G[p, tt]
