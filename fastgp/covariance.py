@@ -49,7 +49,7 @@ from ._engine import opcodes as op
 from ._engine import passes as jitted
 from ._engine import product_passes as product_jitted
 from ._engine.config import parallel_region
-from ._engine.interpreter import eval_tile_address
+from ._engine.interpreter import engine_table
 from ._user_warnings import warn_user
 from .lowering import fast_path_summary, lower_kernel
 
@@ -210,7 +210,7 @@ class FastCovariance:
         V2 = _vector_block(V, self.X.shape[0])
         out = np.empty((max(n_theta, 1), X_query_T.shape[1], V2.shape[1]))
         with parallel_region():
-            product_jitted.kernel_matmat(eval_tile_address(), self.X_T, X_query_T,
+            product_jitted.kernel_matmat(engine_table(p.ops), self.X_T, X_query_T,
                                          on_diagonal, row_offset, p.ops, p.op_float,
                                          p.params(theta), p.theta_of_param,
                                          p.stack_depth, n_theta, V2, out)
@@ -239,7 +239,7 @@ class FastCovariance:
         partial = np.empty((last - first, pr.n_theta))
         with parallel_region():
             product_jitted.grad_bilinear_lower(
-                eval_tile_address(), self.X_T, pr.ops, pr.op_float, pr.params(theta),
+                engine_table(pr.ops), self.X_T, pr.ops, pr.op_float, pr.params(theta),
                 pr.theta_of_param, pr.stack_depth, pr.n_theta,
                 _vector_block(P, n, transposed=True), _vector_block(Q, n, transposed=True),
                 S_T, float(s_scale), self.bounds[first:last + 1], partial)
@@ -256,7 +256,7 @@ class FastCovariance:
         out_T = np.empty((V2.shape[1], n))
         with parallel_region():
             product_jitted.kernel_matmat_symmetric(
-                eval_tile_address(), self.X_T, *self.pair_schedule(), p.ops, p.op_float,
+                engine_table(p.ops), self.X_T, *self.pair_schedule(), p.ops, p.op_float,
                 p.params(theta), p.theta_of_param, p.stack_depth,
                 np.ascontiguousarray(V2.T), out_T)
         return _finish_matmat(np.ascontiguousarray(out_T.T), V, diag_add)
@@ -280,7 +280,7 @@ class FastCovariance:
         out_T = np.empty((V2.shape[1], n))
         with parallel_region():
             product_jitted.kernel_matmat_symmetric_rows(
-                eval_tile_address(), self.X_T, bounds, rounds, int(first_block),
+                engine_table(p.ops), self.X_T, bounds, rounds, int(first_block),
                 int(last_block), p.ops, p.op_float, p.params(theta), p.theta_of_param,
                 p.stack_depth, np.ascontiguousarray(V2.T), out_T)
         return np.ascontiguousarray(out_T[:, bounds[first_block]:bounds[last_block]].T)
@@ -424,7 +424,7 @@ class LatentCovariance(FastCovariance):
         A_T = np.ascontiguousarray(A.T)
         with parallel_region():
             latent_jitted.grad_latent_lower(
-                eval_tile_address(), self.X_T, p.ops, p.op_float, p.params(theta),
+                engine_table(p.ops), self.X_T, p.ops, p.op_float, p.params(theta),
                 p.theta_of_param, p.stack_depth, p.n_theta, bool(with_theta),
                 self.want_d2, Kinv_lower, A_T, self.bounds_latent, self._theta_partial,
                 self._x_partial)
@@ -439,7 +439,7 @@ class LatentCovariance(FastCovariance):
         m = Xq.shape[1]
         kdiag = np.empty(m)
         dkdiag = np.empty((m, self.X.shape[1]))
-        latent_jitted.diag_with_dx(eval_tile_address(), Xq, p.ops, p.op_float,
+        latent_jitted.diag_with_dx(engine_table(p.ops), Xq, p.ops, p.op_float,
                                    p.params(theta), p.stack_depth, self.want_d2, kdiag, dkdiag)
         return kdiag, dkdiag
 
@@ -451,7 +451,7 @@ class LatentCovariance(FastCovariance):
         Xq = kernel_input(X_query)
         out = np.empty((Xq.shape[1], self.X.shape[1]))
         with parallel_region():
-            latent_jitted.grad_cross_weighted(eval_tile_address(), self.X_T, Xq, p.ops,
+            latent_jitted.grad_cross_weighted(engine_table(p.ops), self.X_T, Xq, p.ops,
                                               p.op_float, p.params(theta), p.stack_depth,
                                               self.want_d2, weights, out)
         return out

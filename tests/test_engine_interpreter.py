@@ -58,8 +58,8 @@ def _evaluate(kernel, X1, X2, mode):
     for j in range(n2):
         for i0 in range(0, n1, it.TILE):
             n = min(it.TILE, n1 - i0)
-            assert it.eval_tile(X1_T, i0, n, X2_T, j, -1, program.ops, program.op_float,
-                                params, program.theta_of_param, mode,
+            assert it.eval_tile(it.engine_table(), X1_T, i0, n, X2_T, j, -1, program.ops,
+                                program.op_float, params, program.theta_of_param, mode,
                                 V, G, D1, D2, Wk) == 1
             rows = slice(i0, i0 + n)
             out["V"][rows, j] = V[0, :n]
@@ -115,7 +115,8 @@ def test_eval_tile_white_noise_and_its_gradient_only_on_the_diagonal(kernel):
     V, G, D1, D2, Wk = it.allocate_scratch(program.stack_depth, program.n_theta, Q)
     n = it.TILE
     j, i0 = 3, 0  # entry t = 3 is the training diagonal (X1[3], X1[3])
-    it.eval_tile(kernel_input(X1), i0, n, kernel_input(X1), j, j - i0, program.ops, program.op_float,
+    it.eval_tile(it.engine_table(), kernel_input(X1), i0, n, kernel_input(X1), j, j - i0,
+                 program.ops, program.op_float,
                  program.params(kernel.theta), program.theta_of_param, ALL,
                  V, G, D1, D2, Wk)
     K, K_gradient = kernel(X1[:n], eval_gradient=True)

@@ -124,7 +124,8 @@ def test_eval_tile_input_derivatives_match_kernel_and_central_differences(kernel
     for j in range(X2.shape[0]):
         for i0 in (0, tile):
             n = min(tile, X1.shape[0] - i0)
-            _interpreter.eval_tile(kernel_input(X1), i0, n, kernel_input(X2), j, -1,
+            _interpreter.eval_tile(_interpreter.engine_table(), kernel_input(X1), i0, n,
+                                   kernel_input(X2), j, -1,
                                    program.ops, program.op_float,
                                    params, program.theta_of_param, mode, V, G, D1, D2, Wk)
             np.testing.assert_allclose(V[0, :n], K[i0:i0 + n, j], rtol=1e-12, atol=1e-14)
@@ -139,7 +140,8 @@ def test_eval_tile_input_mode_white_noise_only_on_the_diagonal():
     X = np.array([[0.0, 0.0], [0.5, 0.1], [0.0, 0.0]])
     program, _ = lower_latent_kernel(kernel, 2)
     V, G, D1, D2, Wk = _interpreter.allocate_scratch(program.stack_depth, 0, 2)
-    _interpreter.eval_tile(kernel_input(X), 0, 3, kernel_input(X), 0, 0, program.ops, program.op_float,
+    _interpreter.eval_tile(_interpreter.engine_table(), kernel_input(X), 0, 3, kernel_input(X), 0,
+                           0, program.ops, program.op_float,
                            program.params(kernel.theta), program.theta_of_param,
                            _interpreter.D_X1 | _interpreter.D_X2, V, G, D1, D2, Wk)
     # entry (0, 0) is the diagonal; entry (2, 0) is a different sample at the same point

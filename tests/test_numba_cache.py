@@ -71,3 +71,43 @@ def test_editing_a_callee_module_invalidates_cached_callers(tmp_path, location):
     vexp.write_text(source.replace("    return x\n",
                                     "    for t in range(n):\n        x[t] *= 2.0\n    return x\n"))
     assert run() == pytest.approx(2 * np.exp(-0.5), rel=1e-15)
+
+
+COMPILE_EVENTS_OF_A_FIRST_FILL = textwrap.dedent("""
+    import json
+    import numpy as np
+    from numba.core import event
+    import fastgp
+    from fastgp.covariance import make_covariance
+    from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    open_events, compiled = [], []
+    class Recorder(event.Listener):
+        def on_start(self, ev):
+            open_events.append(ev.data["dispatcher"].py_func.__name__)
+        def on_end(self, ev):
+            name = open_events.pop()
+            compiled.append(dict(name=name, inside=list(open_events)))
+    event.register("numba:compile", Recorder())
+    X = np.linspace(0.0, 1.0, 5)[:, None]
+    cov = make_covariance(RBF(1.0) + WhiteKernel(0.1), X)
+    K = np.zeros((5, 5), order="F")
+    cov.fill_lower(cov.kernel.theta, np.zeros(5), K)
+    print(json.dumps({"fastgp": fastgp.__file__, "compiled": compiled}))
+""")
+
+
+@pytest.mark.slow  # compiles a private copy of the package from nothing
+def test_a_first_fill_compiles_its_kernels_leaves_once_and_nothing_into_the_pass(tmp_path):
+    """The passes call the interpreter, and it the leaves, through the engine
+    table (docs/design.md, "Numba's cache"): a fresh install compiles each
+    once, on its own, and only the leaves of the kernel it meets."""
+    compiled = Sandbox(tmp_path).run_script(COMPILE_EVENTS_OF_A_FIRST_FILL)["compiled"]
+    names = [event["name"] for event in compiled]
+    for routine in ("covariance_pass", "eval_tile", "radial_entry", "white_entry"):
+        assert names.count(routine) == 1, (routine, names)
+    for other_leaf in ("constant_entry", "rational_quadratic_entry", "exp_sine_entry",
+                       "exp_sine_ard_entry", "dot_product_entry"):
+        assert other_leaf not in names
+    for event in compiled:  # (linked into a caller, a callee compiles inside it)
+        if event["name"] in ("eval_tile", "radial_entry", "white_entry"):
+            assert event["inside"] == [], event  # on its own, not inside a pass

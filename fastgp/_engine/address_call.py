@@ -1,67 +1,88 @@
-"""Calls into a compiled routine through its machine-code address, so that
-its callers compile without it (docs/design.md, "Numba's cache").
+"""Calls into compiled routines through a table of machine-code addresses, so
+that a caller compiles without its callees (docs/design.md, "Numba's cache").
 
 Why. Numba compiles a jitted callee into its own LLVM module and then *links
 that module into every caller* and optimises the whole again: a routine
 called from k places, or through a chain of k jitted helpers, is optimised
 k + 1 times, and a parallel pass optimises it once more inside its outlined
-``prange`` body. The kernel interpreter (``.interpreter.eval_tile``, with every
-leaf inside it) takes about 9 s to compile on its own, and the fused dense pass
-spent about 8 s more re-optimising it: most of a fresh install's first fit.
+``prange`` body. The kernel interpreter with every leaf inside it took about
+9 s to compile on its own, and the fused dense pass about 8 s more to
+optimise it again: most of a fresh install's first fit.
 
-How. The callee is compiled once for one fixed signature
-(:func:`compiled_address` returns where its code starts, a plain integer that
-the caller receives as an argument), and the caller's code calls that
-address with Numba's own calling convention (:func:`typed_call`, the code
-generator of an intrinsic). The caller's module holds only the call, so it
-compiles in a fraction of the time and its disk cache holds no copy of the
-callee. The price is one indirect call per call site execution, which is
-nothing beside a tile's work (hundreds of entries), and no inlining across
-the call, which LLVM did not do for a routine of this size anyway.
+How. Each callee is compiled once, for one fixed signature
+(:func:`compiled_address` gives where its code starts, a plain integer), and
+the addresses are gathered in an int64 array, the *table*, that callers
+receive as an argument. A caller's code loads an address from the table and
+calls it with Numba's own calling convention (:func:`table_call`, the body of
+an intrinsic). The caller's module holds only the call: it compiles in a
+fraction of the time, and its disk cache holds no copy of the callee. The
+price is one indirect call per call, which is nothing beside the work of one
+call here (a tile of up to 512 kernel entries), and no inlining across it.
 
-Safety. The address is only valid for the signature it was compiled for, so
-the types at every call site are checked against that signature when the
-caller compiles: a mismatch is a ``TypingError`` naming both, never a call
-with the wrong layout. Errors the callee reports (Numba's status code) are
-propagated to the caller as a direct call would.
+Safety. An address is only valid for the signature it was compiled for, so
+the argument types at every call site are checked against that signature
+when the caller compiles: a mismatch is a ``TypingError`` naming both, never
+a call with the wrong layout. Errors the callee reports (Numba's status
+code) are propagated to the caller, as a direct call does.
 """
 
 import functools
 
 from numba.core import cgutils, errors, types
 
-__all__ = ["compiled_address", "typed_call"]
+__all__ = ["TABLE_TYPE", "compiled_address", "table_call"]
+
+#: The type of an address table: int64, one dimension, C-contiguous, writeable.
+TABLE_TYPE = types.Array(types.int64, 1, "C")
 
 
 @functools.lru_cache(maxsize=None)
 def compiled_address(routine, signature):
-    """The address (int) of ``routine`` compiled for ``signature`` (a Numba
-    signature with a return type), compiling it, or loading it from the disk
-    cache, on first use. Valid for the life of the process."""
+    """The address (int) of ``routine`` (a jitted dispatcher) compiled for
+    ``signature`` (a Numba signature with its return type), compiling it, or
+    loading it from the disk cache, on first use. Valid for the life of the
+    process: the dispatcher keeps the compiled code."""
     result = routine.get_compile_result(signature)
     return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
 
 
-def typed_call(address, args, signature):
-    """Type and code-generate a call through ``address``: the body of an
-    ``@intrinsic`` whose first argument is the address (int64) and whose
-    others, with Numba types ``args``, are passed to a routine compiled for
-    ``signature`` (:func:`compiled_address`). Returns (typed signature,
-    codegen), or raises TypingError where the types do not match."""
+def table_call(table, index, args, signature, offset=0):
+    """Type and code-generate a call through ``table[offset + index]``.
+
+    The body of an ``@intrinsic`` whose arguments are the table (int64
+    array, :data:`TABLE_TYPE`), then the index (a Numba integer type; None
+    where the intrinsic has none and ``offset`` is the slot), then ``args``,
+    the Numba types of the remaining arguments. The routine at that slot,
+    compiled for ``signature`` (:func:`compiled_address`), is called with
+    the table followed by ``args``: every routine in a table takes the table
+    first, so that it can call the others. Returns (typed signature, codegen)
+    for the intrinsic, or raises TypingError where the types do not match
+    the signature.
+    """
     args = tuple(types.unliteral(a) for a in args)
-    if types.unliteral(address) != types.int64 or args != tuple(signature.args):
+    if table != TABLE_TYPE or (table,) + args != tuple(signature.args) or not (
+            index is None or isinstance(types.unliteral(index), types.Integer)):
         raise errors.TypingError(
-            f"a call through an address compiled for {signature} got "
-            f"address {address} and arguments {args}")
+            f"a call through an address table to a routine compiled for {signature} "
+            f"got table {table}, index {index} and arguments {args}")
+    head = (table,) if index is None else (table, types.unliteral(index))
 
     def codegen(context, builder, sig, llargs):
+        array = context.make_array(table)(context, builder, value=llargs[0])
+        slot = context.get_constant(types.intp, offset)
+        if index is not None:
+            position = context.cast(builder, llargs[1], sig.args[1], types.intp)
+            slot = builder.add(slot, position)
+        address = builder.load(cgutils.get_item_pointer(context, builder, table, array,
+                                                        [slot], wraparound=False))
         function_type = context.call_conv.get_function_type(signature.return_type,
                                                             signature.args)
-        pointer = builder.inttoptr(llargs[0], function_type.as_pointer())
+        pointer = builder.inttoptr(address, function_type.as_pointer())
         status, result = context.call_conv.call_function(
-            builder, pointer, signature.return_type, signature.args, llargs[1:])
+            builder, pointer, signature.return_type, signature.args,
+            [llargs[0], *llargs[len(head):]])
         with cgutils.if_unlikely(builder, status.is_error):
             context.call_conv.return_status_propagate(builder, status)
         return result
 
-    return signature.return_type(types.int64, *args), codegen
+    return signature.return_type(*head, *args), codegen

@@ -67,17 +67,16 @@ ConstantKernel took 2.4 x as long per tile with them).
 """
 
 import numpy as np
-from numba import types
 from numba.extending import intrinsic
 
 from . import opcodes as op
-from .address_call import compiled_address, typed_call
+from .address_call import compiled_address, table_call
 from .config import jit
-from .leaves import eval_leaf
+from .leaves import LEAF_ENTRIES, LEAF_SLOT, call_leaf
+from .signatures import EVAL_TILE_SIGNATURE, LEAF_SIGNATURE
 
 __all__ = ["TILE", "VALUES", "D_THETA", "D_X1", "D_X2", "eval_tile",
-           "allocate_scratch", "EVAL_TILE_SIGNATURE", "eval_tile_address",
-           "call_eval_tile"]
+           "allocate_scratch", "engine_table", "call_eval_tile"]
 
 TILE = 512
 
@@ -88,10 +87,11 @@ D_X2 = 4
 
 
 @jit(_nrt=False)
-def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
+def eval_tile(engine, X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
               mode, V, G, D1, D2, Wk):
     """Evaluate the program for entries k(X1[:, i0 + t], X2[:, j]), t < n <= TILE.
 
+    engine: :func:`engine_table` (the leaves are called through it).
     X1 (Q, n1), X2 (Q, n2) float64 C-contiguous: the inputs
     transposed (.leaves).  diag_t: the t at which the
     entry lies on the training diagonal (WhiteKernel is nonzero only there),
@@ -107,12 +107,13 @@ def eval_tile(X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param,
     want_x2 = (mode & D_X2) != 0
     want_x1 = want_x2 or (mode & D_X1) != 0
     d = X1.shape[0]
-    sp = np.int64(0)  # typed from the start: a literal 0 would compile eval_leaf twice
+    sp = np.int64(0)  # typed from the start, as the leaves' signature has it
     for o in range(ops.shape[0]):
         code = ops[o, op.COL_CODE]
         if code < op.SUM:  # a leaf
-            eval_leaf(X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
-                      want_theta, want_x1, want_x2, V, sp, G, D1, D2, Wk)
+            call_leaf(engine, code, X1, i0, n, X2, j, diag_t, ops, o, params,
+                      theta_of_param, want_theta, want_x1, want_x2, V, sp, G, D1, D2,
+                      Wk)
             sp += 1
         elif code == op.SUM:
             sp -= 1
@@ -202,36 +203,41 @@ def allocate_scratch(stack_depth, n_theta, n_dims):
     return V, G, D1, D2, Wk
 
 
-_F1 = types.Array(types.float64, 1, "C")
-_F2 = types.Array(types.float64, 2, "C")
-_F3 = types.Array(types.float64, 3, "C")
-_I1 = types.Array(types.int64, 1, "C")
-_I2 = types.Array(types.int64, 2, "C")
-_I = types.int64
-
-#: The one signature :func:`eval_tile` is compiled for and called with:
-#: X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_param, mode,
-#: V, G, D1, D2, Wk (writeable C-contiguous arrays, int64 integers).
-EVAL_TILE_SIGNATURE = types.int64(_F2, _I, _I, _F2, _I, _I, _I2, _F1, _F1, _I1, _I,
-                                  _F2, _F2, _F3, _F3, _F2)
+#: The engine table's slot of the interpreter (the leaves follow: .leaves).
+INTERPRETER_SLOT = 0
 
 
-def eval_tile_address():
-    """The address of :func:`eval_tile` compiled for
-    :data:`EVAL_TILE_SIGNATURE` (loaded from the disk cache, or compiled, on
-    first use): the ``interpreter`` argument of every pass, which calls it
-    through :func:`call_eval_tile`."""
-    return compiled_address(eval_tile, EVAL_TILE_SIGNATURE)
+def engine_table(ops=None):
+    """The engine table (int64 array) for the program ``ops`` (a
+    KernelProgram's ``ops``; None: every leaf): the address of
+    :func:`eval_tile` at ``INTERPRETER_SLOT`` and, for each leaf opcode in
+    ``ops``, of its entry at ``LEAF_SLOT + code``, each compiled once for its
+    fixed signature (.signatures), or loaded from the disk cache, on first
+    use. Other leaves' slots hold 0 and are not compiled: a fresh install's
+    first fit compiles only the leaves its kernel has.
+
+    Every pass takes the table as its first argument ``engine`` and calls
+    the interpreter through it (:func:`call_eval_tile`), which calls the
+    leaves through it: no routine links, and compiles again, the code of
+    another (.address_call). Pass a pass the table of the very ``ops`` it
+    evaluates: a leaf outside them has no address. A new array per call, so
+    that no caller can change another's."""
+    codes = range(len(LEAF_ENTRIES)) if ops is None else sorted(
+        {int(c) for c in ops[:, op.COL_CODE] if c < op.SUM})
+    table = np.zeros(LEAF_SLOT + len(LEAF_ENTRIES), dtype=np.int64)
+    table[INTERPRETER_SLOT] = compiled_address(eval_tile, EVAL_TILE_SIGNATURE)
+    for code in codes:
+        table[LEAF_SLOT + code] = compiled_address(LEAF_ENTRIES[code], LEAF_SIGNATURE)
+    return table
 
 
 @intrinsic
-def call_eval_tile(typingctx, interpreter, X1, i0, n, X2, j, diag_t, ops, op_float,
+def call_eval_tile(typingctx, engine, X1, i0, n, X2, j, diag_t, ops, op_float,
                    params, theta_of_param, mode, V, G, D1, D2, Wk):
-    """``eval_tile(X1, ..., Wk)`` through the address ``interpreter`` from
-    :func:`eval_tile_address`: the passes call the interpreter this way, so
-    that none of them links and re-optimises its code (.address_call).
-    Arguments must have the types of :data:`EVAL_TILE_SIGNATURE` (checked
+    """``eval_tile(engine, X1, ..., Wk)`` through the engine table
+    (:func:`engine_table`): how every pass calls the interpreter. Arguments
+    must have the types of :data:`.signatures.EVAL_TILE_SIGNATURE` (checked
     when the caller compiles)."""
-    return typed_call(interpreter, (X1, i0, n, X2, j, diag_t, ops, op_float, params,
-                                    theta_of_param, mode, V, G, D1, D2, Wk),
-                      EVAL_TILE_SIGNATURE)
+    return table_call(engine, None, (X1, i0, n, X2, j, diag_t, ops, op_float, params,
+                                     theta_of_param, mode, V, G, D1, D2, Wk),
+                      EVAL_TILE_SIGNATURE, offset=INTERPRETER_SLOT)

@@ -24,8 +24,8 @@ Every kernel evaluation here is the one interpreter
 values, theta-derivatives and input derivatives of a tile at once
 (``D_THETA | D_X1``), so each tile of K is interpreted once per gradient;
 :func:`grad_cross_weighted` and :func:`diag_with_dx` ask for input
-derivatives only. Each reaches the interpreter through its address, its
-first argument ``interpreter`` (:func:`.interpreter.eval_tile_address`;
+derivatives only. Each reaches the interpreter through the engine table,
+its first argument ``engine`` (:func:`.interpreter.engine_table`;
 :mod:`.address_call`). Scratch arrays are the interpreter's
 (:func:`.interpreter.allocate_scratch`, Q = X.shape[0]), one set per
 ``prange`` iteration, plus the per-block accumulators documented below.
@@ -49,7 +49,7 @@ PANEL = 16
 
 
 @parallel_jit
-def grad_latent_lower(interpreter, X, ops, op_float, params, theta_of_param, stack_depth, n_theta,
+def grad_latent_lower(engine, X, ops, op_float, params, theta_of_param, stack_depth, n_theta,
                       want_theta, want_d2, Kinv, A_T, bounds, theta_partial_out, x_partial_out):
     """The GPLVM's fused gradient pass (module docstring; Lawrence 2005).
 
@@ -135,7 +135,7 @@ def grad_latent_lower(interpreter, X, ops, op_float, params, theta_of_param, sta
                         w[t] = 2.0 * (T * kinv_column[t] - AA[jj, t])
                     if diag_t >= 0:
                         w[diag_t] *= 0.5
-                    call_eval_tile(interpreter, X, i0, m, X, j, diag_t, ops, op_float, params,
+                    call_eval_tile(engine, X, i0, m, X, j, diag_t, ops, op_float, params,
                                    theta_of_param, mode, V, G, D1, D2, Wk)
                     if want_theta:
                         for p in range(n_theta):
@@ -164,7 +164,7 @@ def grad_latent_lower(interpreter, X, ops, op_float, params, theta_of_param, sta
 
 
 @parallel_jit
-def grad_cross_weighted(interpreter, X_train, X_query, ops, op_float, params, stack_depth, want_d2,
+def grad_cross_weighted(engine, X_train, X_query, ops, op_float, params, stack_depth, want_d2,
                         Omega, grad_out):
     """grad_out[c, k] = sum_i Omega[i, c] dk(X_train[i], X_query[c]) / dX_query[c, k]
     (no WhiteKernel term: the points are distinct draws).
@@ -184,8 +184,8 @@ def grad_cross_weighted(interpreter, X_train, X_query, ops, op_float, params, st
             grad_out[c, k] = 0.0
         for i0 in range(0, n, TILE):
             m = min(TILE, n - i0)
-            call_eval_tile(interpreter, X_train, i0, m, X_query, j, no_diagonal, ops, op_float,
-                           params, theta_of_param, mode, V, G, D1, D2, Wk)
+            call_eval_tile(engine, X_train, i0, m, X_query, j, no_diagonal, ops, op_float, params,
+                           theta_of_param, mode, V, G, D1, D2, Wk)
             weights = Omega[i0:i0 + m, c]  # a view from 0: vectorises
             for k in range(d):
                 s = 0.0
@@ -199,7 +199,7 @@ def grad_cross_weighted(interpreter, X_train, X_query, ops, op_float, params, st
 
 
 @jit
-def diag_with_dx(interpreter, X_query, ops, op_float, params, stack_depth, want_d2, kdiag_out,
+def diag_with_dx(engine, X_query, ops, op_float, params, stack_depth, want_d2, kdiag_out,
                  dkdiag_out):
     """kdiag_out[c] = k(x_c, x_c) with the WhiteKernel term (scikit-learn's
     ``kernel.diag``) and dkdiag_out[c, k] = d k(x_c, x_c) / dx_c,k (both
@@ -214,7 +214,7 @@ def diag_with_dx(interpreter, X_query, ops, op_float, params, stack_depth, want_
     theta_of_param = np.full(params.size, -1, dtype=np.int64)  # no theta rows
     V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, d)
     for c in range(m):
-        call_eval_tile(interpreter, X_query, c, one, X_query, c, diagonal, ops, op_float, params,
+        call_eval_tile(engine, X_query, c, one, X_query, c, diagonal, ops, op_float, params,
                        theta_of_param, mode, V, G, D1, D2, Wk)
         kdiag_out[c] = V[0, 0]
         for k in range(d):

@@ -39,9 +39,16 @@ periodic kernel, sec. 4.2.2 the dot product).
 
 import math
 
+from numba.extending import intrinsic
+
 from . import opcodes as op
+from .address_call import table_call
 from .config import jit
+from .signatures import LEAF_SIGNATURE
 from .vector_math import exp_inplace, log1p_inplace, sincos_pi
+
+#: The engine table's slot of leaf opcode 0 (slot 0 is the interpreter's).
+LEAF_SLOT = 1
 
 _SQRT3 = math.sqrt(3.0)
 _SQRT5 = math.sqrt(5.0)
@@ -460,34 +467,94 @@ def _white_leaf(n, d, diag_t, params, theta_of_param, ps, want_theta, want_x1,
         _zero_dx(n, d, s, want_x2, D1, D2)
 
 
+# The leaf entries: one per leaf family, each with LEAF_SIGNATURE, so that
+# the interpreter calls them through the engine table (call_leaf), each
+# compiled once, on its own (.address_call). Each reads its leaf's row
+# ops[o] and calls the family's helper; ``engine`` is unused here.
+
+
 @jit(_nrt=False)
-def eval_leaf(X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
-              want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+def radial_entry(engine, X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
+                 want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """RBF and the Matern kernels (op.STATIONARY_R2_LEAVES): _radial_leaf."""
+    _radial_leaf(ops[o, op.COL_CODE], X1, i0, n, X2, j, params, theta_of_param,
+                 ops[o, op.COL_PSTART], ops[o, op.COL_M], want_theta, want_x1, want_x2,
+                 V, s, G, D1, D2, Wk)
+
+
+@jit(_nrt=False)
+def rational_quadratic_entry(engine, X1, i0, n, X2, j, diag_t, ops, o, params,
+                             theta_of_param, want_theta, want_x1, want_x2, V, s, G,
+                             D1, D2, Wk):
+    """RQ and RQ_ARD: _rational_quadratic_leaf."""
+    _rational_quadratic_leaf(X1, i0, n, X2, j, params, theta_of_param,
+                             ops[o, op.COL_PSTART], ops[o, op.COL_M], want_theta,
+                             want_x1, want_x2, V, s, G, D1, D2, Wk)
+
+
+@jit(_nrt=False)
+def constant_entry(engine, X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
+                   want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """CONST: _constant_leaf."""
+    _constant_leaf(n, X1.shape[0], params, theta_of_param, ops[o, op.COL_PSTART],
+                   want_theta, want_x1, want_x2, V, s, G, D1, D2)
+
+
+@jit(_nrt=False)
+def white_entry(engine, X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
+                want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """WHITE: _white_leaf."""
+    _white_leaf(n, X1.shape[0], diag_t, params, theta_of_param, ops[o, op.COL_PSTART],
+                want_theta, want_x1, want_x2, V, s, G, D1, D2)
+
+
+@jit(_nrt=False)
+def exp_sine_entry(engine, X1, i0, n, X2, j, diag_t, ops, o, params, theta_of_param,
+                   want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
+    """EXPSINE: _exp_sine_leaf."""
+    _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ops[o, op.COL_PSTART],
+                   want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk)
+
+
+@jit(_nrt=False)
+def exp_sine_ard_entry(engine, X1, i0, n, X2, j, diag_t, ops, o, params,
+                       theta_of_param, want_theta, want_x1, want_x2, V, s, G, D1, D2,
+                       Wk):
+    """EXPSINE_ARD: _exp_sine_ard_leaf."""
+    _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ops[o, op.COL_PSTART],
+                       ops[o, op.COL_M], ops[o, op.COL_M2], want_theta, want_x1,
+                       want_x2, V, s, G, D1, D2, Wk)
+
+
+@jit(_nrt=False)
+def dot_product_entry(engine, X1, i0, n, X2, j, diag_t, ops, o, params,
+                      theta_of_param, want_theta, want_x1, want_x2, V, s, G, D1, D2,
+                      Wk):
+    """DOT: _dot_product_leaf."""
+    _dot_product_leaf(X1, i0, n, X2, j, params, theta_of_param, ops[o, op.COL_PSTART],
+                      want_theta, want_x1, want_x2, V, s, G, D1, D2)
+
+
+_ENTRY_OF_CODE = {op.RBF: radial_entry, op.MATERN12: radial_entry,
+                  op.MATERN32: radial_entry, op.MATERN52: radial_entry,
+                  op.RQ: rational_quadratic_entry, op.RQ_ARD: rational_quadratic_entry,
+                  op.CONST: constant_entry, op.WHITE: white_entry,
+                  op.EXPSINE: exp_sine_entry, op.EXPSINE_ARD: exp_sine_ard_entry,
+                  op.DOT: dot_product_entry}
+assert sorted(_ENTRY_OF_CODE) == list(range(len(op.LEAVES))), "leaf opcodes are 0 .. n-1"
+
+#: The entry of each leaf opcode, indexed by the opcode.
+LEAF_ENTRIES = tuple(_ENTRY_OF_CODE[code] for code in range(len(op.LEAVES)))
+
+
+@intrinsic
+def call_leaf(typingctx, engine, code, X1, i0, n, X2, j, diag_t, ops, o, params,
+              theta_of_param, want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk):
     """Value and requested derivatives of the leaf ``ops[o]`` (a row of
-    KernelProgram.ops) into stack slot ``s``; see the module docstring."""
-    code = ops[o, op.COL_CODE]
-    ps = ops[o, op.COL_PSTART]
-    m = ops[o, op.COL_M]
-    if code in op.STATIONARY_R2_LEAVES:
-        _radial_leaf(code, X1, i0, n, X2, j, params, theta_of_param, ps, m,
-                     want_theta, want_x1, want_x2, V, s, G, D1, D2, Wk)
-    elif code == op.RQ or code == op.RQ_ARD:
-        _rational_quadratic_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
-                                 m, want_theta, want_x1, want_x2, V, s, G, D1,
-                                 D2, Wk)
-    elif code == op.CONST:
-        _constant_leaf(n, X1.shape[0], params, theta_of_param, ps, want_theta,
-                       want_x1, want_x2, V, s, G, D1, D2)
-    elif code == op.WHITE:
-        _white_leaf(n, X1.shape[0], diag_t, params, theta_of_param, ps,
-                    want_theta, want_x1, want_x2, V, s, G, D1, D2)
-    elif code == op.EXPSINE:
-        _exp_sine_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, want_theta,
-                       want_x1, want_x2, V, s, G, D1, D2, Wk)
-    elif code == op.EXPSINE_ARD:
-        _exp_sine_ard_leaf(X1, i0, n, X2, j, params, theta_of_param, ps, m,
-                           ops[o, op.COL_M2], want_theta, want_x1, want_x2,
-                           V, s, G, D1, D2, Wk)
-    elif code == op.DOT:
-        _dot_product_leaf(X1, i0, n, X2, j, params, theta_of_param, ps,
-                          want_theta, want_x1, want_x2, V, s, G, D1, D2)
+    KernelProgram.ops, opcode ``code``) into stack slot ``s``: the entry
+    ``LEAF_ENTRIES[code]`` called through the engine table, at slot
+    ``LEAF_SLOT + code`` (.interpreter.engine_table). Arguments as the
+    module docstring; types as :data:`.signatures.LEAF_SIGNATURE`."""
+    return table_call(engine, code, (X1, i0, n, X2, j, diag_t, ops, o, params,
+                                     theta_of_param, want_theta, want_x1, want_x2, V, s,
+                                     G, D1, D2, Wk), LEAF_SIGNATURE, offset=LEAF_SLOT)

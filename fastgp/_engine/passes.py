@@ -3,8 +3,8 @@ gradient reduction (docs/design.md, "The engine": steps 1 and 5 of the one
 N x N buffer), and the cross-covariance used by prediction. Each runs the one
 interpreter (:func:`.interpreter.eval_tile`) in the mode it needs: values for
 the fills, values and theta-derivatives for the gradient, through the
-interpreter's address (:mod:`.address_call`), so that compiling the pass does
-not compile the interpreter again.
+engine table (:func:`.interpreter.engine_table`; :mod:`.address_call`), so
+that compiling the pass does not compile the interpreter again.
 
 Load balance and determinism. The lower triangle's column j holds n - j
 entries, so a plain ``prange`` over columns gives the first thread most of the
@@ -19,7 +19,8 @@ bits whatever the number of threads.
 import numpy as np
 
 from .config import jit, parallel_jit, prange
-from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, call_eval_tile, eval_tile_address
+from .interpreter import (D_THETA, TILE, VALUES, allocate_scratch, call_eval_tile,
+                          engine_table)
 
 #: Blocks per triangle; fixed so that results do not depend on thread count.
 MAX_BLOCKS = 256
@@ -39,14 +40,14 @@ def column_blocks(n):
 
 
 #: What :func:`covariance_pass` computes (a runtime argument: one compiled
-#: pass serves all three, so the interpreter is compiled and optimised into
-#: one parallel routine, not three; docs/design.md, "Numba's cache").
+#: pass serves all three, so a first fit and predict compile one parallel
+#: routine, not three; docs/design.md, "Numba's cache").
 FILL, GRAD_TRACE, CROSS = 0, 1, 2
 
 
 @parallel_jit
-def covariance_pass(interpreter, kind, X, X2, ops, op_float, params, theta_of_param,
-                    stack_depth, n_theta, diag_add, M, A, bounds, partial_out):
+def covariance_pass(engine, kind, X, X2, ops, op_float, params, theta_of_param, stack_depth,
+                    n_theta, diag_add, M, A, bounds, partial_out):
     """The passes over a covariance matrix, chosen by ``kind``; each prange
     iteration b owns the columns [bounds[b], bounds[b + 1]) of its output (or
     row b of ``partial_out``), so no two iterations write the same memory.
@@ -65,7 +66,7 @@ def covariance_pass(interpreter, kind, X, X2, ops, op_float, params, theta_of_pa
       in the blocks of ``bounds`` (no WhiteKernel term: the points are
       distinct draws, as in scikit-learn's k(X, Y)).
 
-    interpreter: :func:`.interpreter.eval_tile_address`. X (d, n), X2 (d, m)
+    engine: :func:`.interpreter.engine_table`. X (d, n), X2 (d, m)
     float64 C-contiguous (the inputs transposed); ops ... stack_depth: the
     KernelProgram arrays, params (n_params,) natural scale; n_theta: free
     hyperparameters (GRAD_TRACE); diag_add (n,) float64; M (n, n) or (n, m)
@@ -85,9 +86,8 @@ def covariance_pass(interpreter, kind, X, X2, ops, op_float, params, theta_of_pa
             for c in range(bounds[b], bounds[b + 1]):
                 for i0 in range(0, n, TILE):
                     m = min(TILE, n - i0)
-                    call_eval_tile(interpreter, X, i0, m, X2, c, no_diagonal, ops,
-                                   op_float, params, theta_of_param, mode, V, G, D1,
-                                   D2, Wk)
+                    call_eval_tile(engine, X, i0, m, X2, c, no_diagonal, ops, op_float, params,
+                                   theta_of_param, mode, V, G, D1, D2, Wk)
                     column = M[i0:i0 + m, c]  # a view: see _weights
                     for t in range(m):
                         column[t] = V[0, t]
@@ -103,8 +103,8 @@ def covariance_pass(interpreter, kind, X, X2, ops, op_float, params, theta_of_pa
                 for i0 in range(j, n, TILE):
                     m = min(TILE, n - i0)
                     diag_t = np.int64(0) if i0 == j else no_diagonal
-                    call_eval_tile(interpreter, X, i0, m, X, j, diag_t, ops, op_float,
-                                   params, theta_of_param, mode, V, G, D1, D2, Wk)
+                    call_eval_tile(engine, X, i0, m, X, j, diag_t, ops, op_float, params,
+                                   theta_of_param, mode, V, G, D1, D2, Wk)
                     if kind == FILL:
                         column = M[i0:i0 + m, j]
                         for t in range(m):
@@ -144,7 +144,7 @@ def fill_cov_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     # a writeable copy of a read-only diag_add (a broadcast alpha): read-only
     # is another Numba type, which would compile the pass a second time
     diag_add = np.require(diag_add, np.float64, ["C", "W"])
-    covariance_pass(eval_tile_address(), FILL, X, X, ops, op_float, params, theta_of_param,
+    covariance_pass(engine_table(ops), FILL, X, X, ops, op_float, params, theta_of_param,
                     stack_depth, 0, diag_add, K_out, _NO_MATRIX, bounds, _NO_MATRIX)
 
 
@@ -156,7 +156,7 @@ def grad_trace_lower(X, ops, op_float, params, theta_of_param, stack_depth,
     A        (n, T) float64 C-contiguous: K^-1 Y
     partial_out (n_blocks, n_theta) float64, overwritten; row b by iteration b.
     """
-    covariance_pass(eval_tile_address(), GRAD_TRACE, X, X, ops, op_float, params,
+    covariance_pass(engine_table(ops), GRAD_TRACE, X, X, ops, op_float, params,
                     theta_of_param, stack_depth, n_theta, _NO_VECTOR, Kinv, A, bounds,
                     partial_out)
 
@@ -169,7 +169,7 @@ def fill_cross_cov(X_train, X_query, ops, op_float, params, theta_of_param,
     K_out   (n, m) float64 F-contiguous, overwritten; column c by iteration c.
     """
     bounds = np.arange(X_query.shape[1] + 1, dtype=np.int64)
-    covariance_pass(eval_tile_address(), CROSS, X_train, X_query, ops, op_float, params,
+    covariance_pass(engine_table(ops), CROSS, X_train, X_query, ops, op_float, params,
                     theta_of_param, stack_depth, 0, _NO_VECTOR, K_out, _NO_MATRIX, bounds,
                     _NO_MATRIX)
 

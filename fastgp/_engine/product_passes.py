@@ -8,8 +8,8 @@ implicit gradient term's products by dK/dtheta).
 Each pass runs the one interpreter (:func:`.interpreter.eval_tile`), a tile of
 kernel entries at a time, in the mode it needs: values for K V, values and
 theta-derivatives for dK V and the bilinear forms. It reaches the interpreter
-through its address, its first argument ``interpreter``
-(:func:`.interpreter.eval_tile_address`; :mod:`.address_call`).
+through the engine table, its first argument ``engine``
+(:func:`.interpreter.engine_table`; :mod:`.address_call`).
 
 Determinism. :func:`kernel_matmat` owns output rows: row c of the result is
 accumulated by one ``prange`` iteration, in a fixed order over the tiles of
@@ -32,8 +32,8 @@ MAX_ROW_BLOCKS = 256
 
 
 @parallel_jit
-def kernel_matmat(interpreter, X1, X2, on_diagonal, row_offset, ops, op_float, params,
-                  theta_of_param, stack_depth, n_theta, V, out):
+def kernel_matmat(engine, X1, X2, on_diagonal, row_offset, ops, op_float, params, theta_of_param,
+                  stack_depth, n_theta, V, out):
     """Products of the kernel matrix k(X1, X2)^T, or of its theta-derivatives,
     with the columns of V, one output row per query row X2[c]:
 
@@ -67,7 +67,7 @@ def kernel_matmat(interpreter, X1, X2, on_diagonal, row_offset, ops, op_float, p
                 diag_t = np.int64(-1)
                 if on_diagonal and j0 <= row_offset + c < j0 + width:
                     diag_t = np.int64(row_offset + c - j0)
-                call_eval_tile(interpreter, X1, np.int64(j0), width, X2, np.int64(c), diag_t, ops,
+                call_eval_tile(engine, X1, np.int64(j0), width, X2, np.int64(c), diag_t, ops,
                                op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
                 if n_theta > 0:
                     for p in range(n_theta):
@@ -115,7 +115,7 @@ MAX_PAIR_BLOCKS = 64
 
 
 @parallel_jit
-def kernel_matmat_symmetric(interpreter, X, bounds, rounds, ops, op_float, params, theta_of_param,
+def kernel_matmat_symmetric(engine, X, bounds, rounds, ops, op_float, params, theta_of_param,
                             stack_depth, V_T, out_T):
     """out = K V, K = k(X, X) with WhiteKernel's value on the diagonal, each
     entry of K's lower triangle evaluated once and used twice (K is
@@ -144,17 +144,17 @@ def kernel_matmat_symmetric(interpreter, X, bounds, rounds, ops, op_float, param
         for r in range(n):
             out_T[q, r] = 0.0
     for task in prange(n_blocks):  # the diagonal blocks
-        _pair_task(interpreter, X, bounds, task, task, True, True, ops, op_float, params,
+        _pair_task(engine, X, bounds, task, task, True, True, ops, op_float, params,
                    theta_of_param, stack_depth, mode, V_T, out_T)
     for rnd in range(rounds.shape[0]):
         for slot in prange(rounds.shape[1]):
-            _pair_task(interpreter, X, bounds, rounds[rnd, slot, 0], rounds[rnd, slot, 1], True,
-                       True, ops, op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
+            _pair_task(engine, X, bounds, rounds[rnd, slot, 0], rounds[rnd, slot, 1], True, True,
+                       ops, op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
 
 
 @parallel_jit
-def kernel_matmat_symmetric_rows(interpreter, X, bounds, rounds, first_block, last_block, ops,
-                                 op_float, params, theta_of_param, stack_depth, V_T, out_T):
+def kernel_matmat_symmetric_rows(engine, X, bounds, rounds, first_block, last_block, ops, op_float,
+                                 params, theta_of_param, stack_depth, V_T, out_T):
     """The rows of blocks [first_block, last_block) of
     :func:`kernel_matmat_symmetric`'s product, with its bits, computed alone
     (a cluster worker's share: docs/design.md, "Products on a cluster").
@@ -174,23 +174,23 @@ def kernel_matmat_symmetric_rows(interpreter, X, bounds, rounds, first_block, la
         for q in range(t_cols):
             for r in range(bounds[blk], bounds[blk + 1]):
                 out_T[q, r] = 0.0
-        _pair_task(interpreter, X, bounds, blk, blk, True, True, ops, op_float, params,
-                   theta_of_param, stack_depth, mode, V_T, out_T)
+        _pair_task(engine, X, bounds, blk, blk, True, True, ops, op_float, params, theta_of_param,
+                   stack_depth, mode, V_T, out_T)
         for rnd in range(rounds.shape[0]):
             for slot in range(rounds.shape[1]):
                 row_block, col_block = rounds[rnd, slot, 0], rounds[rnd, slot, 1]
                 if row_block == blk or col_block == blk:
-                    _pair_task(interpreter, X, bounds, row_block, col_block, row_block == blk,
+                    _pair_task(engine, X, bounds, row_block, col_block, row_block == blk,
                                col_block == blk, ops, op_float, params, theta_of_param,
                                stack_depth, mode, V_T, out_T)
 
 
 @jit
-def _pair_task(interpreter, X, bounds, row_block, col_block, rows_side, cols_side, ops, op_float,
+def _pair_task(engine, X, bounds, row_block, col_block, rows_side, cols_side, ops, op_float,
                params, theta_of_param, stack_depth, mode, V_T, out_T):
     """:func:`_symmetric_block` on the blocks (row_block, col_block) of
     ``bounds``: a diagonal block's lower triangle where they are equal."""
-    _symmetric_block(interpreter, X, bounds[row_block], bounds[row_block + 1], bounds[col_block],
+    _symmetric_block(engine, X, bounds[row_block], bounds[row_block + 1], bounds[col_block],
                      bounds[col_block + 1], row_block == col_block, rows_side, cols_side, ops,
                      op_float, params, theta_of_param, stack_depth, mode, V_T, out_T)
 
@@ -260,7 +260,7 @@ def _group_tile(k_group, v_group, v_rows, o_rows, width, sums):
 
 
 @jit
-def _symmetric_block(interpreter, X, row_first, row_last, col_first, col_last, diagonal, rows_side,
+def _symmetric_block(engine, X, row_first, row_last, col_first, col_last, diagonal, rows_side,
                      cols_side, ops, op_float, params, theta_of_param, stack_depth, mode, V_T,
                      out_T):
     """One task of :func:`kernel_matmat_symmetric`: the entries (i, j) of K
@@ -300,7 +300,7 @@ def _symmetric_block(interpreter, X, row_first, row_last, col_first, col_last, d
                     continue
                 j = g0 + c
                 diag_t = np.int64(j - i0) if diagonal and i0 <= j < i0 + width else np.int64(-1)
-                call_eval_tile(interpreter, X, np.int64(i0), width, X, np.int64(j), diag_t, ops,
+                call_eval_tile(engine, X, np.int64(i0), width, X, np.int64(j), diag_t, ops,
                                op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
                 for tt in range(width):
                     k[tt] = Vs[0, tt]
@@ -331,8 +331,8 @@ WEIGHT_GROUP = 8
 
 
 @parallel_jit
-def grad_bilinear_lower(interpreter, X, ops, op_float, params, theta_of_param, stack_depth,
-                        n_theta, P_T, Q_T, S_T, s_scale, bounds, partial_out):
+def grad_bilinear_lower(engine, X, ops, op_float, params, theta_of_param, stack_depth, n_theta,
+                        P_T, Q_T, S_T, s_scale, bounds, partial_out):
     """Bilinear forms of the theta-derivatives of K with low-rank weights:
     partial_out[b, p] = the sum, over the lower-triangle entries (i, j) of
     column block b, of W_ij dK_ij/dtheta_p with the symmetric weight
@@ -401,8 +401,8 @@ def grad_bilinear_lower(interpreter, X, ops, op_float, params, theta_of_param, s
                         for tt in range(diag_t):
                             w[tt] = 0.0
                         w[diag_t] *= 0.5
-                    call_eval_tile(interpreter, X, np.int64(i0), width, X, np.int64(j), diag_t,
-                                   ops, op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
+                    call_eval_tile(engine, X, np.int64(i0), width, X, np.int64(j), diag_t, ops,
+                                   op_float, params, theta_of_param, mode, Vs, G, D1, D2, Wk)
                     for p in range(n_theta):
                         for tt in range(width):
                             acc[p, tt] += w[tt] * G[p, tt]
