@@ -11,10 +11,11 @@ each touch N^2 / 2 entries and must stay small beside LAPACK's N^3 work.
 
 Modes. ``mode`` is a bit set of the derivative blocks to carry beside the
 values; it is a runtime integer, so every mode runs the one compiled
-specialisation of :func:`eval_tile` (no compile per mode). Numba compiles a
-jitted callee once per *literal* argument it is called with, so callers pass
-modes and other constants as typed values (``np.int64(VALUES)``), never as
-literals: then every pass shares that one specialisation.
+specialisation of :func:`eval_tile` (no compile per mode), compiled for
+:data:`.signatures.EVAL_TILE_SIGNATURE` and called through the engine table
+(:func:`engine_table`, :func:`call_eval_tile`). Callers still pass modes and
+other constants as typed values (``np.int64(VALUES)``), not literals: a
+jitted helper that forwards them is compiled once per literal it receives.
 
 - ``VALUES`` (0): values only (the fill, the cross-covariance);
 - ``D_THETA``: dk/dtheta, theta = log of the natural parameter, as
@@ -30,7 +31,7 @@ Any union is one interpretation: the GPLVM's fused pass asks for
 of derivative block is one more bit, carried by the same leaves and operator
 rules.
 
-Leaves (:func:`fastgp._engine.leaves.eval_leaf`) write their value and every
+Leaves (:func:`fastgp._engine.leaves.call_leaf`) write their value and every
 requested derivative from shared subexpressions. Operators apply the sum,
 product and power rules to each carried block:
 

@@ -1,8 +1,11 @@
 """The leaves of a kernel program: each leaf kernel's value and derivatives,
 written once, in one helper per leaf.
 
-:func:`eval_leaf` is the one door the interpreter (:mod:`.interpreter`) calls
-for a leaf opcode. Every helper evaluates its kernel for one tile, the entries
+:func:`call_leaf` is the one door the interpreter (:mod:`.interpreter`) calls
+for a leaf opcode: it calls the leaf's *entry* (one per leaf family, all with
+:data:`.signatures.LEAF_SIGNATURE`) through the engine table
+(:mod:`.address_call`), so each family compiles once, on its own, when a
+kernel first needs it. Every helper evaluates its kernel for one tile, the entries
 k(x_t, x') for t < n <= TILE, x_t = X1[:, i0 + t] and x' = X2[:, j] (the
 inputs are stored transposed: see below), and writes, from the same
 subexpressions,
