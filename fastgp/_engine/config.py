@@ -240,7 +240,7 @@ def _warn_no_cache_once(py_func):
               ("user-wide", _UserWideLocator(py_func, source).get_cache_path())]
     warnings.warn(
         "fastgp found no writable location for Numba's on-disk cache, so its "
-        "routines compile in memory: tens of seconds now, and again in every new "
+        "routines compile in memory: seconds now, and again in every new "
         "process. Set NUMBA_CACHE_DIR to a writable directory to cache them there; "
         "on a shared or read-only install, its administrator can run "
         "`python -m fastgp.precompile` once to fill the in-tree cache for everyone. "
