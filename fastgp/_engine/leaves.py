@@ -544,7 +544,10 @@ _ENTRY_OF_CODE = {op.RBF: radial_entry, op.MATERN12: radial_entry,
                   op.CONST: constant_entry, op.WHITE: white_entry,
                   op.EXPSINE: exp_sine_entry, op.EXPSINE_ARD: exp_sine_ard_entry,
                   op.DOT: dot_product_entry}
-assert sorted(_ENTRY_OF_CODE) == list(range(len(op.LEAVES))), "leaf opcodes are 0 .. n-1"
+if sorted(_ENTRY_OF_CODE) != sorted(op.LEAVES) or sorted(op.LEAVES) != list(
+        range(len(op.LEAVES))):
+    raise ImportError("every leaf opcode needs an entry, and the opcodes must be 0 .. n-1: "
+                      "see docs/adding_a_kernel.md")
 
 #: The entry of each leaf opcode, indexed by the opcode.
 LEAF_ENTRIES = tuple(_ENTRY_OF_CODE[code] for code in range(len(op.LEAVES)))
