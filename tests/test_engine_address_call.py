@@ -6,6 +6,12 @@ leaves of the program it was made for. (The numbers through the table are
 the parity tests' everywhere; tests/test_numba_cache.py checks what a fresh
 install compiles.)"""
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
@@ -60,3 +66,31 @@ def test_the_table_holds_the_interpreter_and_the_programs_leaves_only():
                           table[[LEAF_SLOT + c for c in used]])
     assert it.engine_table(program.ops) is not table  # a new array per call
 
+
+
+PURE_PYTHON_FILL = textwrap.dedent("""
+    import mutation.pure_python  # before fastgp: njit returns Python functions
+    import numpy as np
+    from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+    from sklearn.gaussian_process.kernels import ConstantKernel as C
+    from fastgp.covariance import make_covariance
+    kernel = C(0.8) * RBF(0.6) + WhiteKernel(0.1)
+    X = np.linspace(0.0, 1.0, 7)[:, None]
+    cov = make_covariance(kernel, X)
+    K = np.zeros((7, 7), order="F")
+    cov.fill_lower(kernel.theta, np.zeros(7), K)
+    lower = np.tril_indices(7)
+    print(float(np.max(np.abs(K[lower] - kernel(X)[lower]))))
+""")
+
+
+def test_without_the_jit_the_table_calls_the_python_functions():
+    """NUMBA_DISABLE_JIT=1 (the engine's mutation runs, docs/testing.md): the
+    table holds handles and the calls go to the Python functions."""
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1",
+           "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    proc = subprocess.run([sys.executable, "-c", PURE_PYTHON_FILL], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert float(proc.stdout.strip().splitlines()[-1]) < 1e-14

@@ -24,13 +24,22 @@ the argument types at every call site are checked against that signature
 when the caller compiles: a mismatch is a ``TypingError`` naming both, never
 a call with the wrong layout. Errors the callee reports (Numba's status
 code) are propagated to the caller, as a direct call does.
+
+Without the JIT (``NUMBA_DISABLE_JIT=1``: the engine runs as plain Python,
+as the mutation runs of docs/testing.md do) a table holds handles to the
+Python functions instead, and :func:`python_table_call` stands for the
+intrinsics.
 """
 
 import functools
 
+import numba
 from numba.core import cgutils, errors, types
 
-__all__ = ["TABLE_TYPE", "compiled_address", "table_call"]
+__all__ = ["JIT", "TABLE_TYPE", "compiled_address", "table_call", "python_table_call"]
+
+#: False where Numba's JIT is disabled (``NUMBA_DISABLE_JIT=1``).
+JIT = not numba.config.DISABLE_JIT
 
 #: The type of an address table: int64, one dimension, C-contiguous, writeable.
 TABLE_TYPE = types.Array(types.int64, 1, "C")
@@ -42,8 +51,20 @@ def compiled_address(routine, signature):
     ``signature`` (a Numba signature with its return type), compiling it, or
     loading it from the disk cache, on first use. Valid for the life of the
     process: the dispatcher keeps the compiled code."""
+    if not JIT:
+        _PYTHON_ROUTINES.append(routine)
+        return len(_PYTHON_ROUTINES)  # a handle, never 0
     result = routine.get_compile_result(signature)
     return result.library.get_pointer_to_function(result.fndesc.llvm_func_name)
+
+
+_PYTHON_ROUTINES = []
+
+
+def python_table_call(table, slot, *args):
+    """Without the JIT: call the Python function whose handle is
+    ``table[slot]`` with (table, *args), as the intrinsics' code does."""
+    return _PYTHON_ROUTINES[table[slot] - 1](table, *args)
 
 
 def table_call(table, index, args, signature, offset=0):

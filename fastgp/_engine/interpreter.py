@@ -71,7 +71,7 @@ import numpy as np
 from numba.extending import intrinsic
 
 from . import opcodes as op
-from .address_call import compiled_address, table_call
+from .address_call import JIT, compiled_address, python_table_call, table_call
 from .config import jit
 from .leaves import LEAF_ENTRIES, LEAF_SLOT, call_leaf
 from .signatures import EVAL_TILE_SIGNATURE, LEAF_SIGNATURE
@@ -242,3 +242,8 @@ def call_eval_tile(typingctx, engine, X1, i0, n, X2, j, diag_t, ops, op_float,
     return table_call(engine, None, (X1, i0, n, X2, j, diag_t, ops, op_float, params,
                                      theta_of_param, mode, V, G, D1, D2, Wk),
                       EVAL_TILE_SIGNATURE, offset=INTERPRETER_SLOT)
+
+
+if not JIT:  # plain Python (NUMBA_DISABLE_JIT=1): the same call, by handle
+    def call_eval_tile(engine, *args):  # noqa: F811
+        return python_table_call(engine, INTERPRETER_SLOT, *args)

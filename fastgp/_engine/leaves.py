@@ -45,7 +45,7 @@ import math
 from numba.extending import intrinsic
 
 from . import opcodes as op
-from .address_call import table_call
+from .address_call import JIT, python_table_call, table_call
 from .config import jit
 from .signatures import LEAF_SIGNATURE
 from .vector_math import exp_inplace, log1p_inplace, sincos_pi
@@ -564,3 +564,8 @@ def call_leaf(typingctx, engine, code, X1, i0, n, X2, j, diag_t, ops, o, params,
     return table_call(engine, code, (X1, i0, n, X2, j, diag_t, ops, o, params,
                                      theta_of_param, want_theta, want_x1, want_x2, V, s,
                                      G, D1, D2, Wk), LEAF_SIGNATURE, offset=LEAF_SLOT)
+
+
+if not JIT:  # plain Python (NUMBA_DISABLE_JIT=1): the same call, by handle
+    def call_leaf(engine, code, *args):  # noqa: F811
+        return python_table_call(engine, LEAF_SLOT + code, *args)
