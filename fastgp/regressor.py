@@ -24,8 +24,8 @@ from .covariance import make_covariance
 from .fitting import FactorMessages, IterationReport, Workspace, check_evaluation_memory
 from .fitting import fit_objective, kernel_not_finite, likelihood_request, run_fit
 from .iterative_objective import IterativeNegLogMarginalLikelihood, final_model
-from .iterative_predictive import (predict_mean_cov_iterative, predict_mean_var_iterative,
-                                   prediction_tol)
+from .iterative_predictive import (PREDICTION_TOL_FACTOR, predict_mean_cov_iterative,
+                                   predict_mean_var_iterative, prediction_tol)
 from .kernel_system import KernelSystem, SolverOptions
 from .memory import (
     check_memory,
@@ -576,7 +576,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         tol = prediction_tol(self.cg_tol)
         if residual > tol:
             self._warn_unconverged(
-                1, residual, f"the prediction's solve (which runs to 0.01 x cg_tol = {tol:g})")
+                1, residual, f"the prediction's solve (which runs to "
+                f"{PREDICTION_TOL_FACTOR:g} x cg_tol = {tol:g})")
 
     def _n_targets(self):
         if hasattr(self, "alpha_"):

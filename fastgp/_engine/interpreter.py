@@ -67,6 +67,8 @@ more than the arithmetic of the small leaves' tiles (a program of one
 ConstantKernel took 2.4 x as long per tile with them).
 """
 
+import functools
+
 import numpy as np
 from numba.extending import intrinsic
 
@@ -222,9 +224,19 @@ def engine_table(ops=None):
     leaves through it: no routine links, and compiles again, the code of
     another (.address_call). Pass a pass the table of the very ``ops`` it
     evaluates: a leaf outside them has no address. A new array per call, so
-    that no caller can change another's."""
-    codes = range(len(LEAF_ENTRIES)) if ops is None else sorted(
-        {int(c) for c in ops[:, op.COL_CODE] if c < op.SUM})
+    that no caller can change another's (a few microseconds: every pass call
+    makes one)."""
+    if ops is None:
+        codes = tuple(range(len(LEAF_ENTRIES)))
+    else:
+        opcodes = ops[:, op.COL_CODE]
+        codes = tuple(np.unique(opcodes[opcodes < op.SUM]).tolist())
+    return _engine_table_of(codes).copy()
+
+
+@functools.lru_cache(maxsize=None)
+def _engine_table_of(codes):
+    """The engine table holding the leaf opcodes ``codes`` (a sorted tuple)."""
     table = np.zeros(LEAF_SLOT + len(LEAF_ENTRIES), dtype=np.int64)
     table[INTERPRETER_SLOT] = compiled_address(eval_tile, EVAL_TILE_SIGNATURE)
     for code in codes:
