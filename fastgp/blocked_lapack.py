@@ -8,10 +8,11 @@ kernels), the process dies with a segmentation fault (docs/reliability.md,
 "Large N and OpenBLAS's threaded dsyrk"). The routines here compute the same
 factor and inverse by the blocked algorithms of reference LAPACK (dpotrf,
 dtrtri, dlauum, lower triangle) with every large update done by dgemm, dtrsm
-or dtrmm, whose threaded drivers pack in blocks of bounded size, and with
-LAPACK's dpotrf, dtrtri and dlauum (and dsyrk) called only on diagonal blocks
-of order ``block``, far below the faulty size. Both cores stay in use: each
-level-3 call is OpenBLAS's threaded one.
+or dtrmm, whose threaded drivers pack in blocks of bounded size, with
+LAPACK's dpotrf, dtrtri and dlauum called only on diagonal blocks of order
+``block`` and dsyrk only on blocks of order at most
+:data:`GRAM_SYRK_MAX_ORDER`, far below the faulty size. Both cores stay in
+use: each level-3 call is OpenBLAS's threaded one.
 
 Everything works on the caller's one buffer: BLAS and LAPACK are called
 through the function pointers that :mod:`scipy.linalg.cython_blas` and
@@ -212,30 +213,52 @@ def _invert_triangle_lower(A, m, block):
             raise ValueError(f"dtrtri: info {info.value} on diagonal block {j}")
 
 
+#: Largest order of a dsyrk in the Gram step (:func:`_gram_lower`). OpenBLAS's
+#: threaded dsyrk packs min(k, GEMM_Q) x (its columns / threads) numbers per
+#: thread: 384 x 2,048 doubles (6 MB) at this order with two threads and the
+#: SkylakeX kernels, against the 24.5 MB of the measured crash (order 16,000,
+#: k = 2,048; docs/reliability.md).
+GRAM_SYRK_MAX_ORDER = 4096
+
+
 def _gram_lower(A, m, block):
     """Overwrite the lower triangle of ``A`` (holding a lower triangular M)
-    with the lower triangle of M^T M: reference LAPACK's blocked dlauum,
-    lower. Row block i of the result is M_ii^T M_i,0:i (dtrmm) plus
-    M_below,i^T M_below,0:i (dgemm); its diagonal block is dlauum of M_ii
-    plus M_below,i^T M_below,i (dsyrk of order <= block)."""
+    with the lower triangle of M^T M (dlauum, lower), by row blocks from the
+    top, as OpenBLAS's own dlauum orders it. With R_i the Gram matrix of M's
+    first i rows (its leading i x i block), row block P = M[i:i+ib, 0:i]
+    and its diagonal block M_ii:
+
+        R_{i+ib}[0:i, 0:i]       = R_i + P^T P        (rank-ib update)
+        R_{i+ib}[i:i+ib, 0:i]    = M_ii^T P           (dtrmm, in place)
+        R_{i+ib}[i:i+ib, i:i+ib] = M_ii^T M_ii        (dlauum of order ib)
+
+    R_i lies where M[0:i, 0:i] was, which no later step reads. The rank-ib
+    update, nearly all of the n^3/3 flops, runs by column panels of width
+    GRAM_SYRK_MAX_ORDER: dsyrk on the panel's diagonal block (order <= that
+    width, never the faulty order) and one dgemm for the rows below it. (The
+    reference dlauum's inner-product order, a dgemm of ib rows and a long
+    inner dimension per row block, ran 1.2 x OpenBLAS's dlauum at N = 12,000;
+    docs/benchmarks.md, "The blocked inverse".)"""
     n = A.shape[0]
     info = ctypes.c_int(0)
+    one = ctypes.byref(_ONE)
     for i in range(0, n, block):
         ib = min(block, n - i)
-        below = n - i - ib
         if i > 0:
+            for c in range(0, i, GRAM_SYRK_MAX_ORDER):
+                width = min(GRAM_SYRK_MAX_ORDER, i - c)
+                rows_below = i - c - width
+                _dsyrk(_ch("L"), _ch("T"), _int(width), _int(ib), one,
+                       m.at(i, c), m.ld, one, m.at(c, c), m.ld)
+                if rows_below > 0:
+                    _dgemm(_ch("T"), _ch("N"), _int(rows_below), _int(width), _int(ib), one,
+                           m.at(i, c + width), m.ld, m.at(i, c), m.ld,
+                           one, m.at(c + width, c), m.ld)
             _dtrmm(_ch("L"), _ch("L"), _ch("T"), _ch("N"), _int(ib), _int(i),
-                   ctypes.byref(_ONE), m.at(i, i), m.ld, m.at(i, 0), m.ld)
+                   one, m.at(i, i), m.ld, m.at(i, 0), m.ld)
         _dlauum(_ch("L"), _int(ib), m.at(i, i), m.ld, ctypes.byref(info))
         if info.value != 0:  # pragma: no cover - dlauum fails only on bad arguments
             raise ValueError(f"dlauum: illegal argument {-info.value}")
-        if below > 0:
-            if i > 0:
-                _dgemm(_ch("T"), _ch("N"), _int(ib), _int(i), _int(below),
-                       ctypes.byref(_ONE), m.at(i + ib, i), m.ld, m.at(i + ib, 0), m.ld,
-                       ctypes.byref(_ONE), m.at(i, 0), m.ld)
-            _dsyrk(_ch("L"), _ch("T"), _int(ib), _int(below), ctypes.byref(_ONE),
-                   m.at(i + ib, i), m.ld, ctypes.byref(_ONE), m.at(i, i), m.ld)
 
 
 def inverse_from_cholesky_lower(A, block=None):

@@ -79,6 +79,31 @@ def test_blocked_inverse_matches_dpotri_and_keeps_the_upper_triangle(n, block):
     assert np.all(A[np.triu_indices(n, 1)] == 7.25)
 
 
+@pytest.mark.parametrize("n, block, panel", [
+    (100, 8, 24),   # several panels, the last one narrower than the rest
+    (100, 7, 16),   # row blocks that straddle the panels' edges
+    (64, 16, 16),   # panels of one row block's width
+    (37, 8, 1),     # panels of one column: dsyrk of order 1, a dgemm each
+])
+def test_blocked_inverse_splits_the_gram_update_into_panels(monkeypatch, n, block, panel):
+    """The Gram step's rank-block update runs by column panels of at most
+    GRAM_SYRK_MAX_ORDER (4,096, so it splits only past that order); small
+    panels run every branch of the split on a small matrix."""
+    monkeypatch.setattr(blocked_lapack, "GRAM_SYRK_MAX_ORDER", panel)
+    calls = []
+    real = blocked_lapack._dsyrk
+    monkeypatch.setattr(blocked_lapack, "_dsyrk",
+                        lambda *args: calls.append(args[2]._obj.value) or real(*args))
+    K = _spd(n, seed=2)
+    A = _with_marked_upper(_lapack_factor(K))
+    assert inverse_from_cholesky_lower(A, block) == 0
+    _assert_lower_close(A, _lapack_inverse(K))
+    assert np.all(A[np.triu_indices(n, 1)] == 7.25)
+    assert calls and max(calls) <= panel  # no dsyrk of a larger order
+    row_blocks = range(block, n, block)
+    assert len(calls) == sum(-(-i // panel) for i in row_blocks)
+
+
 def test_blocked_routines_use_the_default_block_read_at_call_time(monkeypatch):
     K = _spd(70, seed=2)
     monkeypatch.setattr(blocked_lapack, "DEFAULT_BLOCK", 16)
