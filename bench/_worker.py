@@ -5,8 +5,9 @@ SPEC is a JSON object:
 - ``library``: an adapter name of :mod:`bench.peers`;
 - ``problem``, ``n``, ``seed``: the problem (:mod:`bench._problems`);
 - ``kind``: ``"loss_grad"`` (peak memory of the first loss+gradient, then
-  ``repeats`` interleaved timed rounds of loss+gradient and loss, plus the
-  LAPACK floor when ``with_floor``) or ``"fit"`` (one full fit: wall time,
+  ``repeats`` interleaved timed rounds of loss+gradient and loss, each after
+  the adapter's untimed ``between_calls``, plus the LAPACK floor when
+  ``with_floor``) or ``"fit"`` (one full fit: wall time,
   evaluations, final loss, peak memory; ``max_iter`` caps the L-BFGS-B
   iterations);
 - ``repeats``: timed rounds after the first call (0: memory only);
@@ -58,6 +59,8 @@ def run_case(spec):
         if repeats > 0:
             cases = {"loss_grad": lambda: adapter.loss_grad(z0),
                      "loss": lambda: adapter.loss(z0)}
+            if adapter.between_calls is not None:
+                cases = {key: (adapter.between_calls, fn) for key, fn in cases.items()}
             if spec.get("with_floor"):
                 cases.update(Floor(problem).cases())
             # the first call above was the warm-up at this size

@@ -207,3 +207,19 @@ def test_bench_subnormal_counts_and_flushes(tmp_path):
     for row in doc["results"]:
         assert row["dpotrf_s"] > 0 and row["flushed_dpotri_s"] > 0
         assert abs(row["log_det_change"]) < 1e-8 and row["Kinv_relative_change"] < 1e-8
+
+
+def test_bench_blocked_threshold_times_both_paths_and_refuses_crashing_sizes(tmp_path):
+    from bench import bench_blocked_threshold
+
+    out = tmp_path / "blocked.json"
+    assert bench_blocked_threshold.main(["--sizes", "50,70", "--repeats", "1",
+                                         "--block", "16", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["block"] == 16 and [r["n"] for r in doc["results"]] == [50, 70]
+    for row in doc["results"]:
+        assert set(row["median_s"]) == set(bench_blocked_threshold.STEPS)
+        assert all(t > 0 for t in row["median_s"].values())
+        assert row["fastgp_path"] == "lapack"  # far below BLOCKED_MIN_N
+    with pytest.raises(SystemExit):
+        bench_blocked_threshold.main(["--sizes", "16000", "--out", str(out)])

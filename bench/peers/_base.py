@@ -51,6 +51,11 @@ class Adapter:
         self.loss(self.start())
         self.release()
 
+    #: Untimed, before each timed call of :meth:`loss_grad` and :meth:`loss`:
+    #: whatever an optimiser step leaves between two evaluations of this
+    #: library that the interleaved rounds would not (None: nothing).
+    between_calls = None
+
     def release(self):
         """Drop every reference to the current problem's data."""
         for name in list(vars(self)):

@@ -22,6 +22,17 @@ class FastGP(Adapter):
     def estimate_bytes(cls, problem_name, n, n_features, n_theta):
         return 8.0 * n * n * 1.05 + 64e6
 
+    @staticmethod
+    def between_calls():
+        """In a fit, each evaluation starts where the previous one ended: with
+        OpenBLAS's workers asleep (the objective puts them to sleep after its
+        last LAPACK call). In the interleaved rounds it would start right
+        after the floor's dpotri, with the workers still spinning through its
+        Numba fill (docs/benchmarks.md, "Where the floor ratio was lost")."""
+        from fastgp.blas_pool import release_blas_workers
+
+        release_blas_workers()
+
     def prepare(self, problem):
         from fastgp.covariance import make_covariance
         from fastgp.fitting import Workspace

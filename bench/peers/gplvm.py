@@ -14,6 +14,7 @@ import numpy as np
 
 from .._problems import ALPHA, make_problem
 from ._base import Adapter
+from .fastgp_engine import FastGP
 from .gpy_gpr import gpy_kernel
 from .jax_gpr import enable_x64, jax_nlml
 
@@ -124,6 +125,7 @@ class FastGPLVM(_GPLVMAdapter):
 
     name = "fastgp-gplvm"
     package = "fastgp"
+    between_calls = FastGP.between_calls
 
     @classmethod
     def unavailable(cls):
