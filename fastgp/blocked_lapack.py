@@ -238,7 +238,7 @@ def _gram_lower(A, m, block):
     width, never the faulty order) and one dgemm for the rows below it. (The
     reference dlauum's inner-product order, a dgemm of ib rows and a long
     inner dimension per row block, ran 1.2 x OpenBLAS's dlauum at N = 12,000;
-    docs/benchmarks.md, "The blocked inverse".)"""
+    docs/benchmarks.md, "The blocked inverse, and 10-D ARD at N = 5,000".)"""
     n = A.shape[0]
     info = ctypes.c_int(0)
     one = ctypes.byref(_ONE)

@@ -28,7 +28,8 @@ class FastGP(Adapter):
         OpenBLAS's workers asleep (the objective puts them to sleep after its
         last LAPACK call). In the interleaved rounds it would start right
         after the floor's dpotri, with the workers still spinning through its
-        Numba fill (docs/benchmarks.md, "Where the floor ratio was lost")."""
+        Numba fill, about 50 ms at N = 5,000 (docs/benchmarks.md, "The blocked
+        inverse, and 10-D ARD at N = 5,000")."""
         from fastgp.blas_pool import release_blas_workers
 
         release_blas_workers()
