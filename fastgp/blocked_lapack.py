@@ -6,13 +6,13 @@ matrix with its threaded dsyrk, whose per-thread packing buffer grows with
 OpenBLAS reserved (about N = 16,000 with two threads and its SkylakeX
 kernels), the process dies with a segmentation fault (docs/reliability.md,
 "Large N and OpenBLAS's threaded dsyrk"). The routines here compute the same
-factor and inverse by the blocked algorithms of reference LAPACK (dpotrf,
-dtrtri, dlauum, lower triangle) with every large update done by dgemm, dtrsm
-or dtrmm, whose threaded drivers pack in blocks of bounded size, with
-LAPACK's dpotrf, dtrtri and dlauum called only on diagonal blocks of order
-``block`` and dsyrk only on blocks of order at most
-:data:`GRAM_SYRK_MAX_ORDER`, far below the faulty size. Both cores stay in
-use: each level-3 call is OpenBLAS's threaded one.
+factor and inverse by blocked algorithms on the lower triangle (reference
+LAPACK's dpotrf and dtrtri, and dlauum in OpenBLAS's own order) with every
+large update done by dgemm, dtrsm or dtrmm, whose threaded drivers pack in
+blocks of bounded size, with LAPACK's dpotrf, dtrtri and dlauum called only
+on diagonal blocks of order ``block`` and dsyrk only on blocks of order at
+most :data:`GRAM_SYRK_MAX_ORDER`, far below the faulty size. Both cores stay
+in use: each level-3 call is OpenBLAS's threaded one.
 
 Everything works on the caller's one buffer: BLAS and LAPACK are called
 through the function pointers that :mod:`scipy.linalg.cython_blas` and
