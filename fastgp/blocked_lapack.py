@@ -237,8 +237,9 @@ def _gram_lower(A, m, block):
     GRAM_SYRK_MAX_ORDER: dsyrk on the panel's diagonal block (order <= that
     width, never the faulty order) and one dgemm for the rows below it. (The
     reference dlauum's inner-product order, a dgemm of ib rows and a long
-    inner dimension per row block, ran 1.2 x OpenBLAS's dlauum at N = 12,000;
-    docs/benchmarks.md, "The blocked inverse, and 10-D ARD at N = 5,000".)"""
+    inner dimension per row block, put the inverse at 1.18 x OpenBLAS's
+    dpotri at N = 12,000; docs/benchmarks.md, "The blocked inverse, and
+    10-D ARD at N = 5,000".)"""
     n = A.shape[0]
     info = ctypes.c_int(0)
     one = ctypes.byref(_ONE)
