@@ -223,3 +223,27 @@ def test_bench_blocked_threshold_times_both_paths_and_refuses_crashing_sizes(tmp
         assert row["fastgp_path"] == "lapack"  # far below BLOCKED_MIN_N
     with pytest.raises(SystemExit):
         bench_blocked_threshold.main(["--sizes", "16000", "--out", str(out)])
+
+
+@pytest.mark.parametrize("library, problem", [("fastgp", "1d"), ("fastgp-gplvm", "gplvm")])
+def test_timed_rounds_run_each_adapters_between_calls(library, problem, monkeypatch):
+    """The interleaved rounds call the adapter's untimed between_calls
+    before each timed loss+gradient and loss (fastgp: OpenBLAS's workers
+    put to sleep, as in a fit)."""
+    import fastgp.blas_pool
+    from bench import _worker
+
+    calls = []
+    real = fastgp.blas_pool.release_blas_workers
+    monkeypatch.setattr(fastgp.blas_pool, "release_blas_workers",
+                        lambda: calls.append(1) or real())
+    spec = dict(library=library, problem=problem, n=60, kind="loss_grad", repeats=2)
+    result = _worker.run_case(spec)
+    assert set(result["time"]) == {"loss_grad", "loss"}
+    with_between = len(calls)
+    calls.clear()
+    monkeypatch.setattr(get_adapter(library), "between_calls", None)
+    _worker.run_case(spec)
+    # the objective puts the workers to sleep itself too; between_calls adds
+    # one before each of the two rounds' two timed calls
+    assert with_between - len(calls) == 2 * 2

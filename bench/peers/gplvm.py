@@ -125,7 +125,7 @@ class FastGPLVM(_GPLVMAdapter):
 
     name = "fastgp-gplvm"
     package = "fastgp"
-    between_calls = FastGP.between_calls
+    between_calls = staticmethod(FastGP.between_calls)
 
     @classmethod
     def unavailable(cls):
