@@ -241,7 +241,7 @@ def render_markdown(doc, images=()):
         lines += _problem_section(doc, problem)
     if "gplvm" in doc["settings"]["problems"] and not _ok_any(doc, "fastgp-gplvm"):
         lines += ["The fastgp GPLVM rows are skipped: fastgp's GPLVM objective "
-                  "(fastgp.latent_objective) did not run here (see bench/peers/gplvm.py).", ""]
+                  "(fastgp._solvers.cholesky.latent) did not run here (see bench/peers/gplvm.py).", ""]
     lines += _fit_section(doc) + _largest_section(doc)
     if images:
         lines += ["## Plots", ""]

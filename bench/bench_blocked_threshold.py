@@ -3,8 +3,8 @@
     python -m bench.bench_blocked_threshold                       # N = 3,000 to 12,000
     python -m bench.bench_blocked_threshold --sizes 5000 --repeats 9 --block 1024
 
-fastgp.linalg factors and inverts through OpenBLAS's own dpotrf and dpotri
-below ``fastgp.linalg.BLOCKED_MIN_N`` and through fastgp.blocked_lapack
+fastgp._linalg.lapack factors and inverts through OpenBLAS's own dpotrf and dpotri
+below ``fastgp._linalg.lapack.BLOCKED_MIN_N`` and through fastgp._linalg.blocked
 (reference LAPACK's blocked algorithms over dgemm, dtrsm and dtrmm) from it on,
 because OpenBLAS's threaded dsyrk inside dpotrf and dpotri crashes on large
 matrices on some processors (docs/reliability.md, "Large N and OpenBLAS's
@@ -38,7 +38,7 @@ def measure(n, repeats, block):
     """Interleaved medians (seconds) of STEPS at order ``n``."""
     from scipy.linalg import lapack
 
-    from fastgp import blocked_lapack
+    from fastgp._linalg import blocked as blocked_lapack
 
     K = np.empty((n, n), order="F")
     _fill_kernel_matrix(K)
@@ -86,7 +86,8 @@ def main(argv=None):
                         default=REPO_ROOT / "bench/results/blocked_threshold.json")
     args = parser.parse_args(argv)
 
-    from fastgp import blocked_lapack, linalg
+    from fastgp._linalg import blocked as blocked_lapack
+    from fastgp._linalg import lapack as linalg
 
     block = blocked_lapack.DEFAULT_BLOCK if args.block is None else args.block
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -11,7 +11,7 @@ cores, read from the scheduler's run queue before the call.
 
 Problem: bench/_problems.py's "1d" (x standard normal, y = sin(x) + 0.01
 noise, C*RBF + White at theta = 0). One loss+gradient is
-fastgp.objective.NegLogMarginalLikelihood with one reused workspace, called
+fastgp._solvers.cholesky.objective.NegLogMarginalLikelihood with one reused workspace, called
 inside fastgp._engine.threads.threads_for as the fit core calls it, with the
 policy on (the default) or off (FASTGP_ADAPTIVE_THREADS=0's behaviour: the
 user's thread settings throughout). Cases, in this order:
@@ -127,9 +127,9 @@ def main(argv=None):
     import numba
     from threadpoolctl import threadpool_limits
 
-    from fastgp.covariance import make_covariance
-    from fastgp.fitting import Workspace
-    from fastgp.objective import NegLogMarginalLikelihood
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._fit.session import Workspace
+    from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
     problem = make_problem("1d", args.n)
     objective = NegLogMarginalLikelihood(make_covariance(problem.kernel, problem.X),

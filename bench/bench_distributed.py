@@ -14,7 +14,7 @@ Cases, each the median of ``--repeats`` calls after one untimed call:
 - **in process**: ``FastCovariance.matmat`` on Numba's threads here (every
   core of this process's affinity mask);
 - **cluster**: the same product through
-  :class:`fastgp.distributed_products.WorkerProducts` under
+  :class:`fastgp._solvers.iterative.distributed.WorkerProducts` under
   ``joblib.parallel_config(backend="dask")`` on a
   ``dask.distributed.LocalCluster(n_workers=--workers, threads_per_worker=1)``
   started here (the untimed call sends the training inputs and loads the
@@ -97,7 +97,7 @@ def _measure_cluster(products, theta, V, P, Q, repeats, n_workers, gradient, dir
     import distributed
     import joblib
 
-    from fastgp import distributed_products as dp
+    from fastgp._solvers.iterative import distributed as dp
 
     with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                   processes=True, dashboard_address=None) as cluster, \
@@ -144,8 +144,8 @@ def main(argv=None):
                         default=REPO_ROOT / "bench/results/distributed.json")
     args = parser.parse_args(argv)
 
-    from fastgp.covariance import make_covariance
-    from fastgp.distributed_products import WorkerProducts
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._solvers.iterative.distributed import WorkerProducts
 
     problem = make_problem(args.problem, args.n)
     covariance = make_covariance(problem.kernel, problem.X)

@@ -27,9 +27,9 @@ from ._measure import interleaved_medians
 
 
 def measure(n, repeats):
-    from fastgp.latent_objective import LatentNegLogMarginalLikelihood
-    from fastgp.linalg import cho_inverse_in_place
-    from fastgp.fitting import Workspace
+    from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
+    from fastgp._linalg.lapack import cho_inverse_in_place
+    from fastgp._fit.session import Workspace
 
     rng = np.random.default_rng(0)
     Y = rng.standard_normal((n, 12))

@@ -54,7 +54,7 @@ def make_data(n, seed=0):
 def lapack_floor(n, repeats, seed=1):
     """Median seconds of dpotrf and of dpotri, in place, on an N x N SPD matrix
     (a kernel matrix, so the conditioning is that of the fit's)."""
-    from fastgp.covariance import make_covariance
+    from fastgp._backend.covariance import make_covariance
 
     X = np.random.default_rng(seed).standard_normal((n, N_COMPONENTS))
     k = kernel()

@@ -70,17 +70,17 @@ PROBLEMS = ("1d", "ard10")
 
 
 def _options(spec):
-    from fastgp.kernel_system import SolverOptions
+    from fastgp._solvers.iterative.system import SolverOptions
     return SolverOptions(cg_tol=spec["cg_tol"], max_cg_iter=spec["max_cg_iter"],
                          n_probes=spec["n_probes"], preconditioner_rank=spec["rank"])
 
 
 def _objectives(spec):
     """(X, y, kernel, {solver: objective}) for the spec's problem."""
-    from fastgp.covariance import make_covariance
-    from fastgp.fitting import Workspace
-    from fastgp.iterative_objective import IterativeNegLogMarginalLikelihood
-    from fastgp.objective import NegLogMarginalLikelihood
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._fit.session import Workspace
+    from fastgp._solvers.iterative.objective import IterativeNegLogMarginalLikelihood
+    from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
     problem = make_problem(spec["problem"], spec["n"], seed=0)
     X, y, kernel = problem.X, problem.Y, problem.kernel
@@ -197,7 +197,7 @@ def child_estimator(spec):
         optimizer=None).fit(X, y)
     value0, grad0 = exact.log_marginal_likelihood(theta, eval_gradient=True)
     out = {"exact_gradient_norm": float(np.linalg.norm(grad0)), "seeds": []}
-    from fastgp.iterative_objective import IterativeNegLogMarginalLikelihood
+    from fastgp._solvers.iterative.objective import IterativeNegLogMarginalLikelihood
     objective0 = made["iterative"]()
     for seed in range(spec["seeds"]):
         objective = IterativeNegLogMarginalLikelihood(objective0.covariance, objective0.Y,
@@ -279,8 +279,8 @@ def child_subsetfit(spec):
 
 
 def child_products(spec):
-    from fastgp.blas_pool import release_blas_workers
-    from fastgp.covariance import make_covariance
+    from fastgp._linalg.blas_pool import release_blas_workers
+    from fastgp._backend.covariance import make_covariance
 
     problem = make_problem(spec["problem"], spec["n"], seed=0)
     n = spec["n"]
@@ -404,7 +404,7 @@ def main(argv=None):
     if len(argv) == 1 and argv[0].startswith("{"):  # a child: one case
         run_child(json.loads(argv[0]))
         return 0
-    from fastgp.kernel_system import SolverOptions
+    from fastgp._solvers.iterative.system import SolverOptions
     defaults = SolverOptions()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000, help="training samples N")

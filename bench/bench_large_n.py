@@ -14,7 +14,7 @@ benchmark:
   N x N kernel matrix (RBF on sorted uniform inputs plus 1e-2 on the
   diagonal, filled by column blocks). Only below N = 16,000, where OpenBLAS
   is known to survive, unless ``--lapack-always``.
-- ``fastgp``: fastgp.linalg's cholesky_in_place then cho_inverse_in_place on
+- ``fastgp``: fastgp._linalg.lapack's cholesky_in_place then cho_inverse_in_place on
   the same matrix (the path every fit takes).
 - ``gpr``: fastgp.GaussianProcessRegressor(C * RBF + White, optimizer=None)
   .fit on 1-d data (fill, factor, solve; the factor kept as ``L_``).
@@ -97,7 +97,7 @@ def _run_factor_inverse(spec):
     """The ``lapack`` and ``fastgp`` cases: fill, factor, (invert), timed."""
     from scipy.linalg import lapack
 
-    from fastgp.linalg import cho_inverse_in_place, cholesky_in_place
+    from fastgp._linalg.lapack import cho_inverse_in_place, cholesky_in_place
 
     n = spec["n"]
     steps = {"lapack": [("factor_s", _lapack_step(lapack.dpotrf, overwrite_a=1)),
@@ -177,7 +177,8 @@ def _run_lml(spec):
 
 def run_child(spec):
     """Run one case (``spec``: case, n, factor_only, block, out) in this process."""
-    from fastgp import blocked_lapack, linalg
+    from fastgp._linalg import blocked as blocked_lapack
+    from fastgp._linalg import lapack as linalg
 
     if spec.get("block"):
         blocked_lapack.DEFAULT_BLOCK = int(spec["block"])
@@ -238,7 +239,7 @@ def _row(r, floor):
         return [f"{r['n']:,}", "one loss+gradient", "ok", _cell(r["time_s"]),
                 f"the whole fit around it {_cell(r['fit_s'])}", "-",
                 _cell(r["memory"]["multiple_of_8n2"]), kernels]
-    label = "LAPACK dpotrf" if r["case"] == "lapack" else "fastgp.linalg factor"
+    label = "LAPACK dpotrf" if r["case"] == "lapack" else "fastgp._linalg.lapack factor"
     if not r.get("factor_only"):
         label += " + dpotri" if r["case"] == "lapack" else " + inverse"
     ratio = r["time_s"] / floor if floor else None
@@ -287,7 +288,7 @@ def main(argv=None):
                         help="lapack and fastgp cases: the factor alone")
     parser.add_argument("--block", type=int, default=None,
                         help="order of fastgp's diagonal blocks (default: "
-                             "fastgp.blocked_lapack.DEFAULT_BLOCK)")
+                             "fastgp._linalg.blocked.DEFAULT_BLOCK)")
     parser.add_argument("--timeout", type=float, default=7200.0,
                         help="seconds per case")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench/results/large_n.json")

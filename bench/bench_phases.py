@@ -5,7 +5,7 @@
 
 For each problem, one process times (median of interleaved rounds) the phases
 of one evaluation as fastgp runs them in its one N x N buffer: the fill of K's
-lower triangle, the factor (fastgp.linalg.cholesky_in_place), the solve
+lower triangle, the factor (fastgp._linalg.lapack.cholesky_in_place), the solve
 A = K^-1 Y (dpotrs), the inverse (cho_inverse_in_place) and the fused
 gradient pass (the regression's theta trace; the GPLVM's theta and latent
 trace in one pass), then the whole objective call, and beside them the floor:
@@ -16,7 +16,7 @@ Williams' 11-hyperparameter kernel (``fastgp.cli.mauna_loa_kernel``), the
 main job's kernel. Writes bench/results/phases.json.
 
 The Numba phases (fill, pass) are timed as the objective runs them: with
-OpenBLAS's workers asleep (fastgp.blas_pool.release_blas_workers, called
+OpenBLAS's workers asleep (fastgp._linalg.blas_pool.release_blas_workers, called
 before each, untimed). Timed right after a LAPACK call, as the rounds would
 otherwise do, they would share the cores with spinning workers and read
 about twice their time inside a loss+gradient.
@@ -51,11 +51,11 @@ def _setup(name, n):
     problem; every phase works on the same Fortran-ordered buffer."""
     from scipy.linalg import lapack
 
-    from fastgp import linalg
-    from fastgp.covariance import LatentCovariance, make_covariance
-    from fastgp.fitting import Workspace
-    from fastgp.latent_objective import LatentNegLogMarginalLikelihood, lower_latent_kernel
-    from fastgp.objective import NegLogMarginalLikelihood
+    from fastgp._linalg import lapack as linalg
+    from fastgp._backend.covariance import LatentCovariance, make_covariance
+    from fastgp._fit.session import Workspace
+    from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, lower_latent_kernel
+    from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
     if name == "mauna":
         X, Y, kernel, latent = _mauna_problem()
@@ -123,7 +123,7 @@ def measure(name, n, repeats):
     whole()  # compile and warm
     for phase in phases.values():
         phase()
-    from fastgp.blas_pool import release_blas_workers
+    from fastgp._linalg.blas_pool import release_blas_workers
 
     times = {key: [] for key in [*PHASES, "loss+grad", "floor"]}
     for _ in range(repeats):  # interleaved rounds

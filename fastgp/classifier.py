@@ -3,8 +3,8 @@ fastgp's one-buffer Newton iterations, gradient and prediction underneath.
 
 This module owns the estimators' contract (parameters, validation, classes,
 multi-class wrapping, prediction and their messages). The binary model's
-mathematics is :mod:`fastgp.laplace`'s; its fit runs in the fit core
-(:mod:`fastgp.fitting`), as the regressor's does.
+mathematics is :mod:`fastgp._solvers.cholesky.laplace`'s; its fit runs in the fit core
+(:mod:`fastgp._fit.session`), as the regressor's does.
 """
 
 import contextvars
@@ -25,15 +25,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._user_warnings import warn_user
-from .covariance import make_covariance
-from .fitting import FactorMessages, Workspace, check_evaluation_memory
-from .fitting import evaluate_on_idle_cores, fit_objective, kernel_not_finite
-from .fitting import likelihood_request, run_fit
-from .laplace import LaplaceObjective, latent_moments, positive_class_probability
-from .lowering import lower_kernel
+from ._backend.covariance import make_covariance
+from ._fit.session import FactorMessages, Workspace, check_evaluation_memory
+from ._fit.session import evaluate_on_idle_cores, fit_objective, kernel_not_finite
+from ._fit.session import likelihood_request, run_fit
+from ._solvers.cholesky.laplace import LaplaceObjective, latent_moments, positive_class_probability
+from ._backend.lowering import lower_kernel
 from .memory import check_memory, laplace_fit_bytes
-from .optimize import minimize_with_restarts
-from .validation import (
+from ._optimize.minimize import minimize_with_restarts
+from ._validation import (
     Interval,
     StrOptions,
     check_finite_result,
@@ -69,7 +69,7 @@ def _training_input(X, kernel):
 class _BinaryLaplaceClassifier(BaseEstimator):
     """One binary Laplace model (R&W 2006, Algorithms 3.1, 3.2 and 5.1):
     scikit-learn's ``_BinaryGaussianProcessClassifierLaplace`` contract,
-    fitted through :class:`fastgp.laplace.LaplaceObjective` in one N x N
+    fitted through :class:`fastgp._solvers.cholesky.laplace.LaplaceObjective` in one N x N
     buffer. :class:`GaussianProcessClassifier` wraps it (one per class or
     pair of classes for more than two).
 
@@ -278,7 +278,7 @@ class GaussianProcessClassifier(_SklearnGPC):
     tensor beside five N x N matrices (docs/design.md, "The Laplace
     classifier in one buffer"). Kernels outside fastgp's fast path work
     through their own ``__call__`` at scikit-learn's memory cost, with a
-    :class:`~fastgp.covariance.SlowKernelWarning`.
+    :class:`~fastgp._backend.covariance.SlowKernelWarning`.
 
     Parameters
     ----------
@@ -337,7 +337,7 @@ class GaussianProcessClassifier(_SklearnGPC):
     :class:`~fastgp.memory.InsufficientMemoryError` names both and the
     remedies. Where B is not numerically positive definite in the kept
     model, jitter is added to its diagonal with a
-    :class:`~fastgp.linalg.JitterWarning`. Optimiser trouble keeps the best
+    :class:`~fastgp._linalg.lapack.JitterWarning`. Optimiser trouble keeps the best
     point with a ConvergenceWarning; a KeyboardInterrupt during a binary
     model's optimisation keeps its best point, fits the estimator there and
     then propagates (with more than two classes fitted one after another,

@@ -4,7 +4,7 @@ transformer, with an exact gradient in one N x N buffer.
 This module owns the estimator's contract (parameters, the data's centring
 and scaling, the initial latent points, the default kernel, transform and
 inverse_transform, and their messages); the fit itself runs in the fit core
-(:mod:`fastgp.fitting`), the objectives are :mod:`fastgp.latent_objective`'s.
+(:mod:`fastgp._fit.session`), the objectives are :mod:`fastgp._solvers.cholesky.latent`'s.
 """
 
 from numbers import Integral, Real
@@ -25,14 +25,14 @@ from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._engine.threads import threads_for
-from .covariance import make_covariance
-from .fitting import FactorMessages, IterationReport, Workspace
-from .fitting import fit_objective, kernel_not_finite, run_fit
-from .latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
+from ._backend.covariance import make_covariance
+from ._fit.session import FactorMessages, IterationReport, Workspace
+from ._fit.session import fit_objective, kernel_not_finite, run_fit
+from ._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from .memory import gplvm_fit_bytes
-from .optimize import minimize_rows, minimize_theta
-from .predictive import predict_mean_var
-from .validation import Interval, StrOptions, nonzero_scale
+from ._optimize.minimize import minimize_rows, minimize_theta
+from ._solvers.cholesky.predict import predict_mean_var
+from ._validation import Interval, StrOptions, nonzero_scale
 
 __all__ = ["GPLVM"]
 
@@ -236,7 +236,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _fit(self, X):
         """The fit's work; returns the fitted attributes (name -> value) and
-        the fit core's :class:`~fastgp.fitting.FitResult`."""
+        the fit core's :class:`~fastgp._fit.session.FitResult`."""
         Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n_samples, n_features = Y.shape
         Q = self.n_components
@@ -357,7 +357,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
     def _optimize(self, evaluate, objective, kernel, z0):
         """Minimise ``evaluate`` (the objective) from z0
-        (fastgp.optimize.minimize_theta, shared with the regressor); returns
+        (fastgp._optimize.minimize.minimize_theta, shared with the regressor); returns
         (best z evaluated, iterations, the KeyboardInterrupt that ended the
         run or None)."""
         if self.max_iter == 0:

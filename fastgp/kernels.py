@@ -6,7 +6,7 @@ they behave like every scikit-learn kernel: log-space ``theta`` and
 ``**`` operators, ``__call__(X, Y=None, eval_gradient=False)`` and ``diag``.
 They work with scikit-learn's own estimators too. Their ``__call__`` is a plain
 NumPy reference; fastgp's estimators evaluate them on the fast path instead
-(they are registered in :data:`fastgp.lowering.FAST_PATH_KERNELS`).
+(they are registered in :data:`fastgp._backend.lowering.FAST_PATH_KERNELS`).
 
 - :class:`RationalQuadratic`: one length scale per input dimension (ARD);
   scikit-learn's raises for a vector length scale.

@@ -35,7 +35,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from . import _engine
 from ._engine import config
 from ._engine.interpreter import engine_table
-from .covariance import make_covariance
+from ._backend.covariance import make_covariance
 from .gplvm import GPLVM
 from .regressor import GaussianProcessRegressor
 

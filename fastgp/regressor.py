@@ -3,7 +3,7 @@ one-buffer likelihood, gradient and prediction underneath.
 
 This module owns the estimator's contract (parameters, validation, targets'
 normalisation, prediction, sample_y, log_marginal_likelihood and their
-messages); the fit itself runs in the fit core (:mod:`fastgp.fitting`).
+messages); the fit itself runs in the fit core (:mod:`fastgp._fit.session`).
 """
 
 import math
@@ -20,13 +20,13 @@ from sklearn.utils.validation import validate_data
 
 from ._engine.threads import threads_for
 from ._user_warnings import warn_user
-from .covariance import make_covariance
-from .fitting import FactorMessages, IterationReport, Workspace, check_evaluation_memory
-from .fitting import fit_objective, kernel_not_finite, likelihood_request, run_fit
-from .iterative_objective import IterativeNegLogMarginalLikelihood, final_model
-from .iterative_predictive import (PREDICTION_TOL_FACTOR, predict_mean_cov_iterative,
+from ._backend.covariance import make_covariance
+from ._fit.session import FactorMessages, IterationReport, Workspace, check_evaluation_memory
+from ._fit.session import fit_objective, kernel_not_finite, likelihood_request, run_fit
+from ._solvers.iterative.objective import IterativeNegLogMarginalLikelihood, final_model
+from ._solvers.iterative.predict import (PREDICTION_TOL_FACTOR, predict_mean_cov_iterative,
                                    predict_mean_var_iterative, prediction_tol)
-from .kernel_system import KernelSystem, SolverOptions
+from ._solvers.iterative.system import KernelSystem, SolverOptions
 from .memory import (
     check_memory,
     fit_bytes,
@@ -36,12 +36,12 @@ from .memory import (
     predict_cov_bytes,
     sample_y_bytes,
 )
-from .objective import NegLogMarginalLikelihood
-from .optimize import minimize_with_restarts
-from .predictive import predict_mean_cov, predict_mean_var
-from .restarts import minimize_in_workers, runs_in_workers
-from .solver_choice import choose_solver
-from .validation import (
+from ._solvers.cholesky.objective import NegLogMarginalLikelihood
+from ._optimize.minimize import minimize_with_restarts
+from ._solvers.cholesky.predict import predict_mean_cov, predict_mean_var
+from ._optimize.workers import minimize_in_workers, runs_in_workers
+from ._solvers.choice import choose_solver
+from ._validation import (
     Interval,
     StrOptions,
     check_finite_result,
@@ -76,7 +76,7 @@ class GaussianProcessRegressor(_SklearnGPR):
     1.5, 2.5, inf), RationalQuadratic, ExpSineSquared, DotProduct and
     :mod:`fastgp.kernels`' per-dimension RationalQuadratic and ExpSineSquared,
     with ``+``, ``*`` and ``**``, run on the fast path; any other kernel object works through its own ``__call__``
-    at scikit-learn's memory cost, with a :class:`~fastgp.covariance.SlowKernelWarning`.
+    at scikit-learn's memory cost, with a :class:`~fastgp._backend.covariance.SlowKernelWarning`.
 
     Parameters
     ----------
@@ -140,7 +140,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         result is the sequential fit's whatever ``n_jobs`` and backend (the
         starts are drawn in this process; the same bits where BLAS runs on as
         many threads, always below 256 samples); every run reserves its own
-        buffer in the machine's memory budget (:mod:`fastgp.memory_budget`).
+        buffer in the machine's memory budget (:mod:`fastgp.memory.ledger`).
         The iterative solver runs its restarts one after another. fastgp's
         addition.
 
@@ -177,7 +177,7 @@ class GaussianProcessRegressor(_SklearnGPR):
     both, N and the remedies, and :func:`fastgp.memory.skip_memory_check`
     lets a user proceed anyway. Where the kept factorisation is not
     numerically positive definite, jitter is added to the diagonal in growing
-    steps (a :class:`~fastgp.linalg.JitterWarning` gives the amount;
+    steps (a :class:`~fastgp._linalg.lapack.JitterWarning` gives the amount;
     ``jitter_`` records it). Optimiser trouble and a
     KeyboardInterrupt during the optimisation end the fit at the best finite
     point with a ConvergenceWarning; after a KeyboardInterrupt the estimator
@@ -312,7 +312,7 @@ class GaussianProcessRegressor(_SklearnGPR):
 
     def _fit(self, X, y):
         """The fit's work; returns the fitted attributes (name -> value) and
-        the fit core's :class:`~fastgp.fitting.FitResult`."""
+        the fit core's :class:`~fastgp._fit.session.FitResult`."""
         kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
         check_kernel_hyperparameters(kernel)
         rng = check_random_state(self.random_state)

@@ -115,14 +115,14 @@ def single_threaded_blas():
 
 @pytest.fixture(scope="session", autouse=True)
 def private_memory_ledger(tmp_path_factory):
-    """fastgp's machine-wide memory ledger (fastgp.memory_budget) in a
+    """fastgp's machine-wide memory ledger (fastgp.memory.ledger) in a
     directory of this session's own (the environment variable is inherited
     by the processes the tests start): another test run on the machine must
     not make a test wait for its reservations, or turn a test's fake "tiny
     machine" into one that would fit after others release."""
     import os
 
-    from fastgp.memory_budget import LEDGER_ENV
+    from fastgp.memory.ledger import LEDGER_ENV
 
     before = os.environ.get(LEDGER_ENV)
     os.environ[LEDGER_ENV] = str(tmp_path_factory.mktemp("memory-ledger"))
@@ -140,7 +140,7 @@ def ledger(tmp_path, monkeypatch):
     """A memory ledger of this test's own (its path), no FASTGP_MEMORY_LIMIT,
     the default timeout, the memory check on."""
     from fastgp.memory import SKIP_ENV
-    from fastgp.memory_budget import LEDGER_ENV, LIMIT_ENV, TIMEOUT_ENV
+    from fastgp.memory.ledger import LEDGER_ENV, LIMIT_ENV, TIMEOUT_ENV
 
     path = tmp_path / "ledger"
     monkeypatch.setenv(LEDGER_ENV, str(path))

@@ -230,12 +230,12 @@ def test_timed_rounds_run_each_adapters_between_calls(library, problem, monkeypa
     """The interleaved rounds call the adapter's untimed between_calls
     before each timed loss+gradient and loss (fastgp: OpenBLAS's workers
     put to sleep, as in a fit)."""
-    import fastgp.blas_pool
+    import fastgp._linalg.blas_pool
     from bench import _worker
 
     calls = []
-    real = fastgp.blas_pool.release_blas_workers
-    monkeypatch.setattr(fastgp.blas_pool, "release_blas_workers",
+    real = fastgp._linalg.blas_pool.release_blas_workers
+    monkeypatch.setattr(fastgp._linalg.blas_pool, "release_blas_workers",
                         lambda: calls.append(1) or real())
     spec = dict(library=library, problem=problem, n=60, kind="loss_grad", repeats=2)
     result = _worker.run_case(spec)

@@ -1,5 +1,5 @@
 """OpenBLAS's spinning workers are released between LAPACK and the Numba
-pass (fastgp.blas_pool): the workers really go, they come back for the next
+pass (fastgp._linalg.blas_pool): the workers really go, they come back for the next
 call with the same results, and nothing is released while another Python
 thread could be inside the library."""
 
@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 
-from fastgp.blas_pool import RELEASE_ENV, release_blas_workers
-from fastgp.covariance import make_covariance
-from fastgp.fitting import Workspace
-from fastgp.objective import NegLogMarginalLikelihood
+from fastgp._linalg.blas_pool import RELEASE_ENV, release_blas_workers
+from fastgp._backend.covariance import make_covariance
+from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
 _CHILD = textwrap.dedent("""
     import os, sys
     import numpy as np
     from scipy.linalg import lapack
     from threadpoolctl import threadpool_info
-    from fastgp.blas_pool import release_blas_workers
+    from fastgp._linalg.blas_pool import release_blas_workers
 
     def tasks():
         return len(os.listdir("/proc/self/task"))

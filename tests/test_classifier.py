@@ -1,7 +1,7 @@
 """GaussianProcessClassifier against scikit-learn's and against finite
 differences: the approximate log marginal likelihood and its gradient at the
 same theta, predictions, fitted optima, multi-class wrapping, warm starts,
-the fallback path and the one-buffer algebra of fastgp.laplace."""
+the fallback path and the one-buffer algebra of fastgp._solvers.cholesky.laplace."""
 
 import numpy as np
 import pytest
@@ -18,15 +18,15 @@ from sklearn.gaussian_process.kernels import (
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessClassifier
-from fastgp.covariance import SlowKernelWarning, make_covariance
-from fastgp.fitting import Workspace
-from fastgp.laplace import (
+from fastgp._backend.covariance import SlowKernelWarning, make_covariance
+from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.laplace import (
     LaplaceObjective,
     fill_B_from_upper,
     mirror_lower_to_upper,
     positive_class_probability,
 )
-from fastgp.linalg import symmetric_matvec
+from fastgp._linalg.lapack import symmetric_matvec
 
 from _laplace_cases import NegativeDefinite
 
@@ -89,7 +89,7 @@ def test_classifier_gradient_matches_central_finite_differences(name):
 
 def test_classifier_gradient_with_saturated_probabilities_is_finite_and_right():
     """Far from the boundary pi rounds to 0 or 1 and W to 0; the gradient
-    must not divide by W (fastgp.laplace's s2 has no division)."""
+    must not divide by W (fastgp._solvers.cholesky.laplace's s2 has no division)."""
     X, y = _binary_data(n=40, seed=5)
     X = X.copy()
     X[:, 0] *= 3.0
@@ -134,7 +134,7 @@ def test_classifier_predictions_equal_sklearns(name):
 
 
 def test_classifier_predictions_in_chunks_equal_one_block(monkeypatch):
-    import fastgp.predictive as predictive
+    import fastgp._solvers.cholesky.predict as predictive
 
     X, y = _binary_data()
     gpc = GaussianProcessClassifier(KERNELS["C*RBF-ard"](), optimizer=None).fit(X, y)

@@ -15,11 +15,11 @@ from sklearn.gaussian_process import GaussianProcessClassifier as SklearnGPC
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import fastgp.laplace as laplace
+import fastgp._solvers.cholesky.laplace as laplace
 import fastgp.memory as memory
 from fastgp import GaussianProcessClassifier
-from fastgp.covariance import FastCovariance, KernelObjectCovariance
-from fastgp.linalg import JitterWarning
+from fastgp._backend.covariance import FastCovariance, KernelObjectCovariance
+from fastgp._linalg.lapack import JitterWarning
 from fastgp.memory import InsufficientMemoryError, MemoryReading, laplace_fit_bytes
 
 

@@ -1,5 +1,5 @@
 """The parallel covariance passes (fastgp._engine.passes, through
-fastgp.covariance.FastCovariance) against plain NumPy twins built on
+fastgp._backend.covariance.FastCovariance) against plain NumPy twins built on
 scikit-learn's kernel objects: the fill against ``kernel(X)``, the cross
 covariance against ``kernel(X, Y)``, and the fused gradient pass against an
 einsum of W with scikit-learn's ``K_gradient`` tensor.
@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 from conftest import FREE_KERNELS, N_FEATURES, kernel_params, random_theta
 from fastgp._engine import passes as _covariance
 from fastgp._engine.interpreter import TILE
-from fastgp.covariance import (
+from fastgp._backend.covariance import (
     FastCovariance,
     KernelObjectCovariance,
     SlowKernelWarning,

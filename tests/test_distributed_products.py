@@ -1,5 +1,5 @@
 """The matrix-free solver's products on joblib's workers
-(fastgp.distributed_products): the in-process products' bits from any
+(fastgp._solvers.iterative.distributed): the in-process products' bits from any
 blocking, the training inputs sent once per fit, the products kept in
 process without a cluster backend, and a dask.distributed cluster started
 here that runs fastgp's tasks and gives the local run's likelihood, gradient
@@ -14,10 +14,10 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
-from fastgp import distributed_products as dp
-from fastgp.covariance import make_covariance
-from fastgp.iterative_objective import IterativeNegLogMarginalLikelihood
-from fastgp.kernel_system import SolverOptions
+from fastgp._solvers.iterative import distributed as dp
+from fastgp._backend.covariance import make_covariance
+from fastgp._solvers.iterative.objective import IterativeNegLogMarginalLikelihood
+from fastgp._solvers.iterative.system import SolverOptions
 
 
 def _problem(n=300, seed=0):

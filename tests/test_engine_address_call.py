@@ -22,8 +22,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp._engine import interpreter as it
 from fastgp._engine import opcodes as op
 from fastgp._engine.leaves import LEAF_SLOT
-from fastgp.covariance import kernel_input
-from fastgp.lowering import lower_kernel
+from fastgp._backend.covariance import kernel_input
+from fastgp._backend.lowering import lower_kernel
 
 
 def _tile_arguments(X_T, program, n_dims=0):
@@ -73,7 +73,7 @@ PURE_PYTHON_FILL = textwrap.dedent("""
     import numpy as np
     from sklearn.gaussian_process.kernels import RBF, WhiteKernel
     from sklearn.gaussian_process.kernels import ConstantKernel as C
-    from fastgp.covariance import make_covariance
+    from fastgp._backend.covariance import make_covariance
     kernel = C(0.8) * RBF(0.6) + WhiteKernel(0.1)
     X = np.linspace(0.0, 1.0, 7)[:, None]
     cov = make_covariance(kernel, X)

@@ -12,8 +12,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import kernels as fastgp_kernels
 from fastgp._engine import interpreter as it
-from fastgp.covariance import kernel_input
-from fastgp.lowering import lower_kernel
+from fastgp._backend.covariance import kernel_input
+from fastgp._backend.lowering import lower_kernel
 from test_gplvm_gradient import TILE_KERNELS, _kernel_input_derivatives
 
 Q = 2

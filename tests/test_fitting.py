@@ -1,4 +1,4 @@
-"""The fit core (fastgp.fitting): a fit that raises leaves a fitted estimator
+"""The fit core (fastgp._fit.session): a fit that raises leaves a fitted estimator
 exactly as it was, for every estimator; the final factor is the workspace's
 buffer with a zero upper triangle; warnings point at the user's line."""
 
@@ -12,11 +12,11 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import fastgp.memory as memory
 from fastgp import GPLVM, GaussianProcessRegressor
-from fastgp.fitting import FactorMessages, IterationReport, Workspace, final_factor
-from fastgp.latent_objective import LatentNegLogMarginalLikelihood
-from fastgp.linalg import JitterWarning, NotPositiveDefiniteError
+from fastgp._fit.session import FactorMessages, IterationReport, Workspace, final_factor
+from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
+from fastgp._linalg.lapack import JitterWarning, NotPositiveDefiniteError
 from fastgp.memory import InsufficientMemoryError, MemoryReading
-from fastgp.objective import NegLogMarginalLikelihood
+from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
 
 def _quietly(fit):
@@ -141,7 +141,7 @@ def test_fitting_refused_first_fit_leaves_the_estimator_unfitted(monkeypatch):
 
 def test_fitting_final_factor_is_the_workspace_buffer_lower_triangular():
     X, y = _regression_data(12, 1, 3)
-    from fastgp.covariance import make_covariance
+    from fastgp._backend.covariance import make_covariance
 
     kernel = RBF(0.7) + WhiteKernel(0.01)
     workspace = Workspace(12)

@@ -16,8 +16,8 @@ from sklearn.metrics import pairwise_distances
 from sklearn.model_selection import train_test_split
 
 from fastgp import GPLVM
-from fastgp.latent_objective import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
-from fastgp.fitting import Workspace
+from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
+from fastgp._fit.session import Workspace
 
 
 @pytest.fixture(autouse=True)
@@ -312,7 +312,7 @@ def test_digits_embedding_separates_classes_better_than_pca():
 
 def test_fit_checks_memory_before_allocating(monkeypatch):
     import fastgp.memory as memory
-    from fastgp.covariance import latent_blocks
+    from fastgp._backend.covariance import latent_blocks
 
     _, Y = _curve()
     needed = memory.gplvm_fit_bytes(40, 4, 2, latent_blocks(40, 2).size - 1)
@@ -324,7 +324,7 @@ def test_fit_checks_memory_before_allocating(monkeypatch):
 
 
 def test_jitter_when_the_fitted_covariance_is_singular():
-    from fastgp.linalg import JitterWarning
+    from fastgp._linalg.lapack import JitterWarning
 
     # no noise and duplicated rows: K is singular at the (PCA) start, kept by max_iter=0
     _, Y = _curve(n_samples=10)

@@ -21,14 +21,14 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp import GaussianProcessRegressor
 from fastgp._engine import interpreter as _interpreter
 from fastgp import kernels as fastgp_kernels
-from fastgp.covariance import kernel_input, latent_blocks
-from fastgp.fitting import Workspace
-from fastgp.latent_objective import (
+from fastgp._backend.covariance import kernel_input, latent_blocks
+from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.latent import (
     LatentNegLogMarginalLikelihood,
     PredictiveNegLogDensity,
     lower_latent_kernel,
 )
-from fastgp.linalg import cho_inverse_in_place
+from fastgp._linalg.lapack import cho_inverse_in_place
 
 JITTER = 1e-8
 

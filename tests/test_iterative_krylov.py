@@ -10,11 +10,11 @@ from scipy.linalg import cho_factor, cho_solve, eigh
 from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from fastgp.covariance import make_covariance
-from fastgp.kernel_system import KernelSystem, SolverOptions
-from fastgp.krylov import batched_cg, lanczos_quadrature, lanczos_tridiagonal
-from fastgp.linalg import NotPositiveDefiniteError
-from fastgp.preconditioner import (
+from fastgp._backend.covariance import make_covariance
+from fastgp._solvers.iterative.system import KernelSystem, SolverOptions
+from fastgp._solvers.iterative.krylov import batched_cg, lanczos_quadrature, lanczos_tridiagonal
+from fastgp._linalg.lapack import NotPositiveDefiniteError
+from fastgp._solvers.iterative.preconditioner import (
     PivotedCholeskyPreconditioner,
     build_preconditioner,
     pivoted_cholesky,

@@ -16,16 +16,16 @@ from sklearn.gaussian_process.kernels import (
 )
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from fastgp.covariance import make_covariance
-from fastgp.fitting import Workspace
-from fastgp.iterative_objective import (
+from fastgp._backend.covariance import make_covariance
+from fastgp._fit.session import Workspace
+from fastgp._solvers.iterative.objective import (
     TRIAL_CG_FACTOR,
     TRIAL_CG_FLOOR,
     TRIAL_RADIUS,
     IterativeNegLogMarginalLikelihood,
 )
-from fastgp.kernel_system import SolverOptions
-from fastgp.objective import NegLogMarginalLikelihood
+from fastgp._solvers.iterative.system import SolverOptions
+from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
 
 def _problem(n, d, kernel, seed=0, n_targets=1, alpha=1e-2):

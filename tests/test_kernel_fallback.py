@@ -19,7 +19,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from conftest import ALPHA, assert_gradient_close, make_problem, random_theta
 from fastgp import GaussianProcessRegressor
-from fastgp.covariance import (
+from fastgp._backend.covariance import (
     KernelObjectCovariance,
     SlowKernelWarning,
     make_covariance,

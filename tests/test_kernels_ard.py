@@ -12,7 +12,7 @@ from sklearn.gaussian_process import kernels as skk
 
 from conftest import ALPHA, assert_gradient_close, make_problem
 from fastgp import GaussianProcessRegressor
-from fastgp.covariance import FastCovariance, make_covariance
+from fastgp._backend.covariance import FastCovariance, make_covariance
 from fastgp.kernels import ExpSineSquared, RationalQuadratic
 
 #: name -> fastgp.kernels instance for 2-D inputs, with every mix of scalar,

@@ -27,7 +27,7 @@ from conftest import ALPHA, assert_gradient_close
 from fastgp import GaussianProcessRegressor
 from fastgp import kernels as fk
 from fastgp._engine.interpreter import TILE
-from fastgp.covariance import FastCovariance, make_covariance
+from fastgp._backend.covariance import FastCovariance, make_covariance
 
 PARAM = st.floats(0.5, 2.0)
 FREE = (1e-5, 1e5)

@@ -1,5 +1,5 @@
-"""Newton's float32 early iterations in fastgp.laplace and their LAPACK
-doors in fastgp.linalg: the float32 factor's place inside the float64
+"""Newton's float32 early iterations in fastgp._solvers.cholesky.laplace and their LAPACK
+doors in fastgp._linalg.lapack: the float32 factor's place inside the float64
 buffer, its accuracy, the dsymv products, and that the classifier's
 values, gradients and fitted models still equal scikit-learn's and the
 all-float64 path's."""
@@ -10,13 +10,13 @@ from sklearn.gaussian_process import GaussianProcessClassifier as SklearnGPC
 from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import fastgp.blocked_lapack as blocked_lapack
-import fastgp.laplace as laplace
+import fastgp._linalg.blocked as blocked_lapack
+import fastgp._solvers.cholesky.laplace as laplace
 from fastgp import GaussianProcessClassifier
-from fastgp.covariance import make_covariance
-from fastgp.fitting import Workspace
-from fastgp.laplace import LaplaceObjective
-from fastgp.linalg import (
+from fastgp._backend.covariance import make_covariance
+from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.laplace import LaplaceObjective
+from fastgp._linalg.lapack import (
     NotPositiveDefiniteError,
     cho_solve_float32,
     cholesky_float32_in_place,
@@ -115,7 +115,7 @@ def test_symmetric_matvec_reads_one_triangle_and_restores_the_diagonal(n):
 
 @pytest.mark.parametrize("n", [5, 40, 700])
 def test_fill_B32_writes_B_in_float32_and_keeps_K(n):
-    """At sizes below, at and above one column block of fastgp.laplace."""
+    """At sizes below, at and above one column block of fastgp._solvers.cholesky.laplace."""
     K = _spd(n, seed=n)
     buffer = np.asfortranarray(np.triu(K, 1) + np.tril(np.full((n, n), np.nan)))
     kdiag = np.diag(K).copy()

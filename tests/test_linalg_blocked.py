@@ -1,7 +1,7 @@
-"""The blocked Cholesky factor and inverse (fastgp.blocked_lapack) against
+"""The blocked Cholesky factor and inverse (fastgp._linalg.blocked) against
 LAPACK's dpotrf and dpotri, with small blocks so that every branch (first
 block, later blocks, a short last block, a single block, N < block, 1 x 1)
-runs on small matrices; and fastgp.linalg's doors through the blocked path.
+runs on small matrices; and fastgp._linalg.lapack's doors through the blocked path.
 
 None of this needs the processor on which OpenBLAS's threaded dsyrk fails:
 the blocked path is checked for equality with LAPACK where LAPACK works.
@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 from scipy.linalg import lapack
 
-from fastgp import blocked_lapack, linalg
-from fastgp.blocked_lapack import cholesky_lower, inverse_from_cholesky_lower
-from fastgp.linalg import (NotPositiveDefiniteError, cho_inverse_in_place,
+from fastgp._linalg import blocked as blocked_lapack
+from fastgp._linalg import lapack as linalg
+from fastgp._linalg.blocked import cholesky_lower, inverse_from_cholesky_lower
+from fastgp._linalg.lapack import (NotPositiveDefiniteError, cho_inverse_in_place,
                            cholesky_in_place, cholesky_with_jitter)
 
 RTOL = 1e-12
@@ -243,7 +244,7 @@ def test_blocked_routines_in_two_threads_match_the_sequential_results():
         _assert_lower_close(together[k], _lapack_inverse(K))
 
 
-# ------------------------------------------------- fastgp.linalg's doors
+# ------------------------------------------------- fastgp._linalg.lapack's doors
 @pytest.fixture
 def blocked_everywhere(monkeypatch):
     """Send every order through the blocked path, with blocks of 16."""
@@ -347,7 +348,7 @@ def test_bench_large_n_runs_its_cases_in_child_processes(tmp_path, capsys):
     # the same matrix (below BLOCKED_MIN_N: the same LAPACK calls)
     np.testing.assert_allclose(by_case["fastgp"]["check"], by_case["lapack"]["check"],
                                rtol=1e-12)
-    assert "| 300 | fastgp.linalg factor + inverse | ok |" in capsys.readouterr().out
+    assert "| 300 | fastgp._linalg.lapack factor + inverse | ok |" in capsys.readouterr().out
     assert by_case["fastgp"]["block"] == blocked_lapack.DEFAULT_BLOCK
 
 
@@ -357,7 +358,7 @@ def test_bench_large_n_runs_its_cases_in_child_processes(tmp_path, capsys):
 def test_blocked_path_refuses_buffers_it_cannot_work_in(shape, order, dtype):
     # not square, not Fortran-contiguous, not float64: the blocked routines
     # cannot copy, so they refuse before touching the buffer
-    from fastgp.linalg import _require_fortran
+    from fastgp._linalg.lapack import _require_fortran
 
     with pytest.raises(RuntimeError, match="square, writeable, float64"):
         _require_fortran(np.zeros(shape, order=order, dtype=dtype), "factor")

@@ -1,4 +1,4 @@
-"""Lowering of scikit-learn kernel trees into flat programs (fastgp.lowering)."""
+"""Lowering of scikit-learn kernel trees into flat programs (fastgp._backend.lowering)."""
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from conftest import KERNELS, N_FEATURES, kernel_params, random_theta
 from fastgp._engine import opcodes as op
-from fastgp.lowering import KernelProgram, lower_kernel
+from fastgp._backend.lowering import KernelProgram, lower_kernel
 
 
 @pytest.mark.parametrize("kernel", kernel_params())
@@ -147,7 +147,7 @@ def test_lowering_records_one_length_scale_per_dimension(name):
 
 # ------------------------------------------------------------ the registry
 def test_registry_covers_every_leaf_opcode_and_lowers_to_its_own():
-    from fastgp.lowering import FAST_PATH_KERNELS
+    from fastgp._backend.lowering import FAST_PATH_KERNELS
 
     registered = set()
     for kernel_type, entry in FAST_PATH_KERNELS.items():
@@ -163,7 +163,7 @@ def test_registry_covers_every_leaf_opcode_and_lowers_to_its_own():
 def test_registry_names_every_kernel_in_messages_and_docs():
     from pathlib import Path
 
-    from fastgp.lowering import FAST_PATH_KERNELS, fast_path_summary
+    from fastgp._backend.lowering import FAST_PATH_KERNELS, fast_path_summary
 
     summary = fast_path_summary()
     doc = (Path(__file__).parents[1] / "docs" / "adding_a_kernel.md").read_text()
@@ -173,7 +173,7 @@ def test_registry_names_every_kernel_in_messages_and_docs():
 
 
 def test_register_leaf_refuses_an_opcode_the_engine_does_not_know():
-    from fastgp.lowering import register_leaf
+    from fastgp._backend.lowering import register_leaf
 
     class MyKernel(RBF):
         pass
@@ -183,9 +183,9 @@ def test_register_leaf_refuses_an_opcode_the_engine_does_not_know():
 
 
 def test_messages_list_the_registry(rng):
-    from fastgp.covariance import SlowKernelWarning, make_covariance
-    from fastgp.latent_objective import lower_latent_kernel
-    from fastgp.lowering import fast_path_summary
+    from fastgp._backend.covariance import SlowKernelWarning, make_covariance
+    from fastgp._solvers.cholesky.latent import lower_latent_kernel
+    from fastgp._backend.lowering import fast_path_summary
 
     kernel = PairwiseKernel()
     with pytest.warns(SlowKernelWarning) as record:

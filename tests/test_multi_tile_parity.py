@@ -35,9 +35,9 @@ from conftest import ALPHA, assert_gradient_close
 from fastgp import GaussianProcessRegressor
 from fastgp._engine.interpreter import TILE
 from fastgp._engine.threads import ADAPTIVE_ENV, SERIAL_BELOW
-from fastgp.covariance import FastCovariance, make_covariance
-from fastgp.fitting import Workspace
-from fastgp.latent_objective import LatentNegLogMarginalLikelihood
+from fastgp._backend.covariance import FastCovariance, make_covariance
+from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
 
 #: Numba thread counts compared.
 THREAD_COUNTS = (1, 2)

@@ -24,7 +24,7 @@ FILL_ONE_COVARIANCE = textwrap.dedent("""
     import json
     import numpy as np
     import fastgp
-    from fastgp.covariance import make_covariance
+    from fastgp._backend.covariance import make_covariance
     from sklearn.gaussian_process.kernels import RBF
     X = np.array([[0.0], [0.25], [0.5], [0.75], [1.0]])
     cov = make_covariance(RBF(1.0), X)
@@ -78,7 +78,7 @@ COMPILE_EVENTS_OF_A_FIRST_FILL = textwrap.dedent("""
     import numpy as np
     from numba.core import event
     import fastgp
-    from fastgp.covariance import make_covariance
+    from fastgp._backend.covariance import make_covariance
     from sklearn.gaussian_process.kernels import RBF, WhiteKernel
     open_events, compiled = [], []
     class Recorder(event.Listener):

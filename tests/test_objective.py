@@ -1,4 +1,4 @@
-"""The negative log marginal likelihood and its gradient (fastgp.objective),
+"""The negative log marginal likelihood and its gradient (fastgp._solvers.cholesky.objective),
 through GaussianProcessRegressor.log_marginal_likelihood and directly:
 against scikit-learn at the same theta (1e-8 relative), against central finite
 differences, and its behaviour where K is not positive definite.
@@ -22,9 +22,9 @@ from conftest import (
     random_theta,
 )
 from fastgp import GaussianProcessRegressor
-from fastgp.covariance import KernelObjectCovariance, make_covariance
-from fastgp.fitting import Workspace
-from fastgp.objective import NegLogMarginalLikelihood
+from fastgp._backend.covariance import KernelObjectCovariance, make_covariance
+from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
 
 def _fit_both(kernel, X, y, normalize_y=False, alpha=ALPHA):

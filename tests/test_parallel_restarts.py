@@ -1,4 +1,4 @@
-"""Optimiser restarts through joblib (fastgp.restarts): the sequential fit's
+"""Optimiser restarts through joblib (fastgp._optimize.workers): the sequential fit's
 result whatever n_jobs and backend (loky, threading, a dask.distributed
 cluster started here), one reservation per run that executes at once, and a
 refusal before dispatch of what could never fit."""
@@ -13,8 +13,8 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
-from fastgp import restarts
-from fastgp import memory_budget as mb
+from fastgp._optimize import workers as restarts
+from fastgp.memory import ledger as mb
 from fastgp.memory import InsufficientMemoryError, fit_bytes
 
 FITTED = ("L_", "alpha_", "log_marginal_likelihood_value_", "n_iter_", "n_evaluations_",

@@ -11,7 +11,7 @@ from sklearn.gaussian_process.kernels import (RBF, DotProduct, ExpSineSquared, M
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp._engine.interpreter import TILE
-from fastgp.covariance import FastCovariance, KernelObjectCovariance, make_covariance
+from fastgp._backend.covariance import FastCovariance, KernelObjectCovariance, make_covariance
 
 #: A short last tile and more than one tile per row.
 N = 2 * TILE + 37

@@ -13,11 +13,11 @@ from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 from sklearn.gaussian_process.kernels import RBF, Matern, RationalQuadratic, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import fastgp.predictive
+import fastgp._solvers.cholesky.predict
 from conftest import ALPHA, KERNELS, kernel_params, make_problem, random_theta
 from fastgp import GaussianProcessRegressor
-from fastgp.covariance import FastCovariance
-from fastgp.objective import NegLogMarginalLikelihood
+from fastgp._backend.covariance import FastCovariance
+from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
 OUTPUTS = pytest.mark.parametrize("n_targets", [None, 2], ids=["1d", "2 targets"])
 NORMALIZE = pytest.mark.parametrize("normalize_y", [False, True],
@@ -94,7 +94,7 @@ def test_predict_many_points_in_several_chunks_matches_sklearn(n_targets, rng,
     theirs = _sklearn_at(ours, X, y)
     X_query = rng.uniform(-2.5, 2.5, size=(230, 2))
     # 7 query rows per chunk: 33 chunks, the last one short
-    monkeypatch.setattr(fastgp.predictive, "CHUNK_BYTES", 8 * 40 * 7)
+    monkeypatch.setattr(fastgp._solvers.cholesky.predict, "CHUNK_BYTES", 8 * 40 * 7)
     calls = []
     cross = FastCovariance.cross
 
@@ -273,7 +273,7 @@ def test_n_restarts_optimizer_keeps_the_best_run(rng, monkeypatch):
     X, y = _smooth_problem(rng, n_samples=25)
     # a start far from the optimum, on a plateau of the likelihood
     kernel = C(1.0) * RBF(1e-3, (1e-4, 1e2)) + WhiteKernel(1.0, (1e-5, 1e1))
-    import fastgp.optimize as optimize_module
+    import fastgp._optimize.minimize as optimize_module
 
     runs = []
     minimize_theta = optimize_module.minimize_theta

@@ -1,4 +1,4 @@
-"""The machine's memory budget (fastgp.memory_budget): FASTGP_MEMORY_LIMIT's
+"""The machine's memory budget (fastgp.memory.ledger): FASTGP_MEMORY_LIMIT's
 parsing, the ledger's arithmetic, waiting (one message with the holders'
 process ids), the timeout, refusing at once what could never fit, reclaiming
 the reservations of dead processes, a kept L_ holding its reservation, and
@@ -21,7 +21,7 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 
 from fastgp import GaussianProcessRegressor
 from fastgp import memory
-from fastgp import memory_budget as mb
+from fastgp.memory import ledger as mb
 from fastgp.memory import InsufficientMemoryError, fit_bytes
 
 MB = 10**6
@@ -190,7 +190,7 @@ def test_budget_waiting_fit_proceeds_when_the_holder_releases(ledger, monkeypatc
 
 _HOLDER = textwrap.dedent("""
     import sys, time
-    from fastgp import memory_budget as mb
+    from fastgp.memory import ledger as mb
     held = mb.reserve(int(sys.argv[1]), n_samples=1, operation="holding", remedies=[])
     print("held", flush=True)
     time.sleep(600)

@@ -16,7 +16,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 import fastgp.memory as memory
 from fastgp import GaussianProcessRegressor
 from fastgp.memory import InsufficientMemoryError, MemoryReading, skip_memory_check
-from fastgp.fitting import Workspace
+from fastgp._fit.session import Workspace
 
 #: A request for N = 200,000 (320 GB for the buffer alone).
 N_HUGE = 200_000
@@ -51,7 +51,7 @@ def _assert_refused_before_any_work(call, match, max_bytes=64 * 2**20):
     allocated (tracemalloc's peak; NumPy reports its buffers to it). What a
     refusal costs in time is measured by bench/bench_memory_refusal.py, not
     asserted here (a busy machine makes any wall-clock bound flaky or loose)."""
-    from fastgp.covariance import FastCovariance, KernelObjectCovariance
+    from fastgp._backend.covariance import FastCovariance, KernelObjectCovariance
 
     ran = []
     originals = {(cls, name): getattr(cls, name)

@@ -15,10 +15,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import fastgp.objective as objective_module
+import fastgp._solvers.cholesky.objective as objective_module
 from fastgp import GaussianProcessRegressor
-from fastgp.linalg import JitterWarning
-from fastgp.optimize import minimize_theta
+from fastgp._linalg.lapack import JitterWarning
+from fastgp._optimize.minimize import minimize_theta
 
 BOUNDS = np.array([[-5.0, 5.0], [-5.0, 5.0]])
 
@@ -251,7 +251,7 @@ def test_optimizer_keyboard_interrupt_stops_cross_validation(monkeypatch):
 
 def test_optimizer_keyboard_interrupt_in_gplvm_keeps_the_best_point_then_propagates(
         monkeypatch):
-    import fastgp.latent_objective as latent_module
+    import fastgp._solvers.cholesky.latent as latent_module
     from fastgp import GPLVM
 
     rng = np.random.default_rng(0)
@@ -315,7 +315,7 @@ def test_optimizer_cg_keeps_the_noise_level_within_its_bounds():
 
 
 def test_optimizer_box_map_round_trips_and_its_gradient_is_the_chain_rule():
-    from fastgp.optimize import BoxMap
+    from fastgp._optimize.minimize import BoxMap
 
     bounds = np.array([[-2.0, 3.0], [0.5, np.inf], [-np.inf, 1.0], [-np.inf, np.inf]])
     box = BoxMap(bounds)

@@ -15,7 +15,7 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
-from fastgp.linalg import (
+from fastgp._linalg.lapack import (
     JitterWarning,
     NonFiniteMatrixError,
     NotPositiveDefiniteError,
@@ -186,9 +186,9 @@ def test_pd_past_the_bound_raises_naming_the_kernel_and_the_remedy():
 def test_pd_indefinite_objective_is_infinite_with_a_zero_gradient():
     # in optimisation, non-PD is an infinite objective (what makes a line
     # search back off), never an exception
-    from fastgp.covariance import make_covariance
-    from fastgp.fitting import Workspace
-    from fastgp.objective import NegLogMarginalLikelihood
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._fit.session import Workspace
+    from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
     X, y = _data(10)
     with warnings.catch_warnings():
@@ -301,7 +301,7 @@ def test_pd_ladder_refuses_a_zero_matrix_at_once():
 def test_pd_rounding_level_pivot_is_reported_by_its_one_based_order():
     # dpotrf succeeds, but the third pivot squared (2.2e-16) is below
     # n eps max(diag K): the error names leading minor 3, LAPACK's convention
-    from fastgp.linalg import _try_cholesky
+    from fastgp._linalg.lapack import _try_cholesky
 
     K = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0], [1.0, 0.0, 1.0 + 3e-16]])
     error = _try_cholesky(np.asfortranarray(K), rank_tolerance(3, 1.0 + 3e-16))

@@ -49,10 +49,10 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from threadpoolctl import threadpool_info, threadpool_limits
 
-import fastgp.objective
+import fastgp._solvers.cholesky.objective
 from fastgp import GPLVM, GaussianProcessRegressor
 from fastgp._engine.threads import ADAPTIVE_ENV, SERIAL_BELOW
-from fastgp.covariance import make_covariance
+from fastgp._backend.covariance import make_covariance
 
 #: Numba thread counts compared (set_num_threads is capped by NUMBA_NUM_THREADS).
 THREAD_COUNTS = (1, 2)
@@ -205,13 +205,13 @@ def blas_counts_seen(monkeypatch):
     """(Python thread name, BLAS thread counts) at every Cholesky factorisation
     of the regression objective during a test."""
     seen = []
-    original = fastgp.objective.cholesky_in_place
+    original = fastgp._solvers.cholesky.objective.cholesky_in_place
 
     def spy(*args, **kwargs):
         seen.append((threading.current_thread().name, _blas_threads()))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(fastgp.objective, "cholesky_in_place", spy)
+    monkeypatch.setattr(fastgp._solvers.cholesky.objective, "cholesky_in_place", spy)
     return seen
 
 

@@ -12,7 +12,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 from sklearn.gaussian_process.kernels import RBF
 
 from fastgp import GPLVM, GaussianProcessRegressor
-from fastgp.validation import count_samples, nonzero_scale
+from fastgp._validation import count_samples, nonzero_scale
 
 
 @pytest.mark.parametrize("estimator, parameter", [

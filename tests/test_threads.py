@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import fastgp._engine.threads as threads
-import fastgp.objective as objective_module
+import fastgp._solvers.cholesky.objective as objective_module
 from fastgp import GaussianProcessRegressor
 
 

@@ -13,11 +13,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process.kernels import RBF, PairwiseKernel, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import fastgp.objective as objective_module
+import fastgp._solvers.cholesky.objective as objective_module
 import fastgp.regressor as regressor_module
 from fastgp import GPLVM, GaussianProcessRegressor
-from fastgp.covariance import SlowKernelWarning
-from fastgp.linalg import JitterWarning
+from fastgp._backend.covariance import SlowKernelWarning
+from fastgp._linalg.lapack import JitterWarning
 
 
 def _data(n=30, seed=0):

@@ -1,7 +1,7 @@
 """fastgp: the one-buffer objective an optimiser step calls.
 
-``loss_grad`` is :class:`fastgp.objective.NegLogMarginalLikelihood` with one
-:class:`~fastgp.fitting.Workspace` reused across calls, exactly what
+``loss_grad`` is :class:`fastgp._solvers.cholesky.objective.NegLogMarginalLikelihood` with one
+:class:`~fastgp._fit.session.Workspace` reused across calls, exactly what
 :meth:`fastgp.GaussianProcessRegressor.fit` evaluates per L-BFGS-B step;
 ``fit`` is the estimator itself (its final factorisation and kept ``L_``
 included).
@@ -30,14 +30,14 @@ class FastGP(Adapter):
         after the floor's dpotri, with the workers still spinning through its
         Numba fill, about 50 ms at N = 5,000 (docs/benchmarks.md, "The blocked
         inverse, and 10-D ARD at N = 5,000")."""
-        from fastgp.blas_pool import release_blas_workers
+        from fastgp._linalg.blas_pool import release_blas_workers
 
         release_blas_workers()
 
     def prepare(self, problem):
-        from fastgp.covariance import make_covariance
-        from fastgp.fitting import Workspace
-        from fastgp.objective import NegLogMarginalLikelihood
+        from fastgp._backend.covariance import make_covariance
+        from fastgp._fit.session import Workspace
+        from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
         self.problem = problem
         covariance = make_covariance(problem.kernel, problem.X)

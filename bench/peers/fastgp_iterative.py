@@ -1,7 +1,7 @@
 """fastgp's matrix-free solver: the objective an optimiser step calls with
 ``solver="iterative"``.
 
-``loss_grad`` is :class:`fastgp.iterative_objective.IterativeNegLogMarginalLikelihood`
+``loss_grad`` is :class:`fastgp._solvers.iterative.objective.IterativeNegLogMarginalLikelihood`
 with the estimator's default options (CG tolerance, probes, preconditioner
 rank) and probes seeded once, exactly what
 ``GaussianProcessRegressor(solver="iterative").fit`` evaluates per L-BFGS-B
@@ -22,7 +22,7 @@ class FastGPIterative(FastGP):
 
     @classmethod
     def estimate_bytes(cls, problem_name, n, n_features, n_theta):
-        from fastgp.kernel_system import SolverOptions
+        from fastgp._solvers.iterative.system import SolverOptions
         from fastgp.memory import iterative_fit_bytes
 
         options = SolverOptions()
@@ -30,9 +30,9 @@ class FastGPIterative(FastGP):
                                          options.preconditioner_rank) + 64e6
 
     def prepare(self, problem):
-        from fastgp.covariance import make_covariance
-        from fastgp.iterative_objective import IterativeNegLogMarginalLikelihood
-        from fastgp.kernel_system import SolverOptions
+        from fastgp._backend.covariance import make_covariance
+        from fastgp._solvers.iterative.objective import IterativeNegLogMarginalLikelihood
+        from fastgp._solvers.iterative.system import SolverOptions
 
         self.problem = problem
         covariance = make_covariance(problem.kernel, problem.X)

@@ -119,7 +119,7 @@ class GPyGPLVM(_GPLVMAdapter):
 
 class FastGPLVM(_GPLVMAdapter):
     """fastgp's GPLVM objective over z = [X.ravel(), theta]:
-    :class:`fastgp.latent_objective.LatentNegLogMarginalLikelihood` with one
+    :class:`fastgp._solvers.cholesky.latent.LatentNegLogMarginalLikelihood` with one
     workspace reused across calls, what ``fastgp.GPLVM.fit`` evaluates per
     optimiser step. Reported unavailable where that module is missing."""
 
@@ -130,7 +130,7 @@ class FastGPLVM(_GPLVMAdapter):
     @classmethod
     def unavailable(cls):
         try:
-            from fastgp.latent_objective import LatentNegLogMarginalLikelihood  # noqa: F401
+            from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood  # noqa: F401
         except ImportError as exc:
             return f"fastgp's GPLVM objective is not available ({exc})"[:200]
         return None
@@ -140,8 +140,8 @@ class FastGPLVM(_GPLVMAdapter):
         return 8.0 * n * n * 1.05 + 64e6
 
     def prepare(self, problem):
-        from fastgp.latent_objective import LatentNegLogMarginalLikelihood
-        from fastgp.fitting import Workspace
+        from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
+        from fastgp._fit.session import Workspace
 
         self.problem = problem
         self.objective = LatentNegLogMarginalLikelihood(

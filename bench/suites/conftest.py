@@ -33,9 +33,9 @@ def pytest_generate_tests(metafunc):
 def regression(request, n):
     """(problem, FastCovariance, NegLogMarginalLikelihood) at theta0, the
     Numba routines already compiled (a small call first)."""
-    from fastgp.covariance import make_covariance
-    from fastgp.fitting import Workspace
-    from fastgp.objective import NegLogMarginalLikelihood
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._fit.session import Workspace
+    from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
     def build(size):
         problem = make_problem(request.param, size)

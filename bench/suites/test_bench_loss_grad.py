@@ -26,8 +26,8 @@ def test_bench_regression_loss(benchmark, regression):
 def test_bench_gplvm_loss_grad(benchmark, n):
     """How long does one GPLVM loss+gradient take (Y (N, 12), Q = 2: the
     latent and hyperparameter gradients in one fused pass)?"""
-    latent = pytest.importorskip("fastgp.latent_objective")
-    from fastgp.fitting import Workspace
+    latent = pytest.importorskip("fastgp._solvers.cholesky.latent")
+    from fastgp._fit.session import Workspace
 
     def build(size):
         problem = make_problem("gplvm", size)

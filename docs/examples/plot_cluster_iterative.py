@@ -31,7 +31,7 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
-from fastgp.distributed_products import worker_counts
+from fastgp._solvers.iterative.distributed import worker_counts
 
 rng = np.random.default_rng(0)
 n = 2000

@@ -21,7 +21,7 @@ With the Woodbury identity and C = I_k + L_k^T D^-1 L_k (k x k):
 
 Probes z = L_k e + D^1/2 g with e ~ N(0, I_k), g ~ N(0, I_n) have covariance
 P (Gardner et al. 2018; Wenger et al. 2022), so the stochastic Lanczos
-quadrature of :mod:`fastgp.krylov` estimates log|P^-1 K~| and log|K~| =
+quadrature of :mod:`fastgp._solvers.iterative.krylov` estimates log|P^-1 K~| and log|K~| =
 log|P| + that; the better P matches K~, the smaller the variance.
 """
 

@@ -2,7 +2,7 @@
 "Products on a cluster"; docs/cluster.md).
 
 :class:`WorkerProducts` wraps the fast-path backend
-(:class:`fastgp.covariance.FastCovariance`) of one fit. While a joblib
+(:class:`fastgp._backend.covariance.FastCovariance`) of one fit. While a joblib
 backend whose workers may sit on other machines is active (dask, ray, a
 custom one: :func:`products_in_workers`), its four product methods run as
 joblib tasks over fixed blocks of rows; otherwise (no
@@ -43,7 +43,7 @@ import joblib
 import numpy as np
 from joblib.parallel import get_active_backend
 
-from ._engine.threads import threads_for
+from ..._engine.threads import threads_for
 
 __all__ = ["WorkerProducts", "Traffic", "products_in_workers", "default_block_rows",
            "worker_counts", "for_fit"]
@@ -158,7 +158,7 @@ def _run_block(token, covariance, X, method, *args):
 def _writeable(a):
     """``a`` as the compiled passes were compiled for: a received array may
     be read-only (a buffer from the network), which Numba would compile
-    again for (fastgp.covariance.kernel_input); copied only then."""
+    again for (fastgp._backend.covariance.kernel_input); copied only then."""
     return np.require(a, requirements=["C_CONTIGUOUS", "WRITEABLE"])
 
 

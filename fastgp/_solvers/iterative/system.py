@@ -1,8 +1,8 @@
 """The linear system of the matrix-free path at one theta: K~ = k(X, X;
 theta) + diag(alpha), its preconditioner, and batched CG solves with it.
 
-Shared by the iterative objective (:mod:`fastgp.iterative_objective`) and
-iterative prediction (:mod:`fastgp.iterative_predictive`). K~ is never
+Shared by the iterative objective (:mod:`fastgp._solvers.iterative.objective`) and
+iterative prediction (:mod:`fastgp._solvers.iterative.predict`). K~ is never
 stored: every product goes through the backend's ``matmat`` (tile by tile on
 the fast path; docs/design.md, "The matrix-free path").
 """
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blas_pool import release_blas_workers
-from .distributed_products import for_fit
+from ..._linalg.blas_pool import release_blas_workers
+from .distributed import for_fit
 from .krylov import batched_cg
 from .preconditioner import build_preconditioner
 
@@ -43,7 +43,7 @@ class KernelSystem:
     covariance : FastCovariance
         Backend over the training inputs (``matmat``, ``cross``, ``diag``);
         on the fast path it is wrapped for joblib's workers
-        (:func:`fastgp.distributed_products.for_fit`) unless it already is
+        (:func:`fastgp._solvers.iterative.distributed.for_fit`) unless it already is
         (the objective wraps it once per fit, so that its inputs travel once).
     theta : ndarray (n_theta,) log-space hyperparameters
     diag_add : ndarray (n,) float64, the estimator's alpha
@@ -61,7 +61,7 @@ class KernelSystem:
     def matmat(self, V):
         """K~ V for V (n, c) float64. OpenBLAS's workers, left spinning by the
         preconditioner's products, are sent to sleep first: the Numba pass
-        needs their cores (fastgp.blas_pool; at N = 5,000, 10-D ARD, one
+        needs their cores (fastgp._linalg.blas_pool; at N = 5,000, 10-D ARD, one
         product inside CG took 0.129 s with them spinning, 0.073 s alone)."""
         release_blas_workers()
         return self.covariance.matmat(self.theta, np.ascontiguousarray(V),

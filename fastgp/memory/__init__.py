@@ -2,7 +2,7 @@
 the check between the two that runs before any N x N buffer is allocated.
 
 Every estimate of fastgp's peak memory lives here (``*_bytes``); the
-estimators and :mod:`fastgp.fitting` call :func:`check_memory` with them.
+estimators and :mod:`fastgp._fit.session` call :func:`check_memory` with them.
 
 The people fastgp is for were killed by the operating system's out-of-memory
 killer at N = 10,000 and never told why. A killed process gives no traceback
@@ -452,7 +452,7 @@ def fits_in_memory(needed):
     """Whether ``needed`` bytes fit in the machine's memory budget.
 
     The budget once the other fits running now have released theirs
-    (:func:`fastgp.memory_budget.budget_capacity`): a fit waits for them.
+    (:func:`fastgp.memory.ledger.budget_capacity`): a fit waits for them.
 
     True where the check is off (:func:`skip_memory_check`) or no figure can
     be read, as :func:`check_memory` would let the operation proceed.
@@ -470,7 +470,7 @@ def fits_in_memory(needed):
     if not memory_check_enabled():
         return True, None
     # imported here: the budget module builds on this one
-    from .memory_budget import budget_capacity
+    from .ledger import budget_capacity
 
     # FASTGP_MEMORY_LIMIT or the machine's memory, less what other fits keep
     # for good; a fit that fits once others release waits for them instead
@@ -482,7 +482,7 @@ def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
     """Estimate the peak extra bytes of a GPLVM fit.
 
     The N x N workspace, the latent pass's ``n_blocks`` per-block N x Q
-    partial sums (:func:`fastgp.covariance.latent_blocks`), O(N (D + Q))
+    partial sums (:func:`fastgp._backend.covariance.latent_blocks`), O(N (D + Q))
     vectors (the data's copies, A, the SVD of the PCA start, the optimiser's
     vectors and L-BFGS's ten correction pairs over N Q + P unknowns), and
     8 MiB of fixed cost (measured: a fit at N = 2,000, D = 12 peaked 9 MiB
@@ -708,7 +708,7 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=N
     Raise :class:`InsufficientMemoryError` if ``needed`` bytes exceed the
     memory available now; do nothing if they fit, if the check is switched
     off (:func:`skip_memory_check`), if a fit's reservation already covers
-    the work (:mod:`fastgp.memory_budget`) or if no figure can be read.
+    the work (:mod:`fastgp.memory.ledger`) or if no figure can be read.
 
     Parameters
     ----------
@@ -723,7 +723,7 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=N
         What the user can do, most useful first; the opt-out is appended.
     reading : MemoryReading or None
         The available memory; None reads the machine's budget now
-        (:func:`fastgp.memory_budget.budget_reading`: ``FASTGP_MEMORY_LIMIT``
+        (:func:`fastgp.memory.ledger.budget_reading`: ``FASTGP_MEMORY_LIMIT``
         or :func:`available_memory`, less other fits' reservations).
     size : str or None
         How the message names the size, where ``n_samples`` is not a number
@@ -736,7 +736,7 @@ def check_memory(needed, *, n_samples, operation, remedies, reading=None, size=N
         The reading the decision was made on (None if not checked).
     """
     # imported here: the budget module builds on this one
-    from .memory_budget import budget_reading, covered_by_reservation
+    from .ledger import budget_reading, covered_by_reservation
 
     if not memory_check_enabled() or covered_by_reservation():
         return None

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import eigh_tridiagonal
 
-from .linalg import NotPositiveDefiniteError
+from ..._linalg.lapack import NotPositiveDefiniteError
 
 __all__ = ["CGResult", "IndefiniteOperatorError", "batched_cg", "lanczos_tridiagonal",
            "lanczos_quadrature"]
@@ -34,7 +34,7 @@ __all__ = ["CGResult", "IndefiniteOperatorError", "batched_cg", "lanczos_tridiag
 
 class IndefiniteOperatorError(NotPositiveDefiniteError):
     """CG or the Lanczos quadrature met a curvature <= 0: the matrix is not
-    (numerically) positive definite. A :class:`fastgp.linalg.NotPositiveDefiniteError`,
+    (numerically) positive definite. A :class:`fastgp._linalg.lapack.NotPositiveDefiniteError`,
     so the objectives answer inf as they do when dpotrf fails."""
 
     def __init__(self, message):

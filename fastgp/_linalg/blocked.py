@@ -284,7 +284,7 @@ def inverse_from_cholesky_lower(A, block=None):
 
 # ------------------------------------------------------------ float32, dsymv
 # For the classifier's float32 Newton iterations (docs/gpc.md, "Float32 early
-# iterations"), reached through fastgp.linalg: a float32 factor in a strided
+# iterations"), reached through fastgp._linalg.lapack: a float32 factor in a strided
 # view of a float64 buffer (any column stride), its solve, and dsymv.
 _ONE_F32 = ctypes.c_float(1.0)
 _MINUS_ONE_F32 = ctypes.c_float(-1.0)

@@ -2,7 +2,7 @@
 
 Every covariance computation an objective or an estimator needs goes through
 the methods of this module's classes, and nothing outside this module (and
-:mod:`fastgp.lowering`) calls into :mod:`fastgp._engine`:
+:mod:`fastgp._backend.lowering`) calls into :mod:`fastgp._engine`:
 
 ================================  =============================================
 ``fill_lower``                    tril(K) + diag(alpha) into the N x N workspace
@@ -20,7 +20,7 @@ the methods of this module's classes, and nothing outside this module (and
 ``grad_cross_weighted`` (latent)  sum_i Omega_ic dk(x_i, x*_c)/dx*_c
 ================================  =============================================
 
-:class:`FastCovariance` runs a lowered :class:`~fastgp.lowering.KernelProgram`
+:class:`FastCovariance` runs a lowered :class:`~fastgp._backend.lowering.KernelProgram`
 through the parallel Numba passes of :mod:`fastgp._engine.passes`: no N x N
 temporaries, the gradient fused into one pass over K^-1's lower triangle.
 :class:`LatentCovariance` adds the input derivatives the GPLVM needs
@@ -44,13 +44,13 @@ workqueue is not thread-safe; with Numba's threads started as it says).
 
 import numpy as np
 
-from ._engine import latent_passes as latent_jitted
-from ._engine import opcodes as op
-from ._engine import passes as jitted
-from ._engine import product_passes as product_jitted
-from ._engine.config import parallel_region
-from ._engine.interpreter import engine_table
-from ._user_warnings import warn_user
+from .._engine import latent_passes as latent_jitted
+from .._engine import opcodes as op
+from .._engine import passes as jitted
+from .._engine import product_passes as product_jitted
+from .._engine.config import parallel_region
+from .._engine.interpreter import engine_table
+from .._user_warnings import warn_user
 from .lowering import fast_path_summary, lower_kernel
 
 __all__ = ["make_covariance", "FastCovariance", "LatentCovariance",

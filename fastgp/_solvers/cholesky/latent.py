@@ -13,11 +13,11 @@ as a function of z = [X.ravel(), theta], with its gradient
     dL/dx_n     = sum_j W_nj dk(x_n, x_j)/dx_n                   (Lawrence 2005, sec. 3)
     W = D K^-1 - A A^T,  A = K^-1 Y.
 
-It is the regression objective (:class:`fastgp.objective.NegLogMarginalLikelihood`,
+It is the regression objective (:class:`fastgp._solvers.cholesky.objective.NegLogMarginalLikelihood`,
 T = D outputs) on a latent-point buffer that the optimiser moves: the same
 fill, the same in-place dpotrf/dpotrs/dpotri in one N x N workspace, then one
 fused parallel pass (the backend's
-:meth:`~fastgp.covariance.LatentCovariance.grad_latent`) that reduces W
+:meth:`~fastgp._backend.covariance.LatentCovariance.grad_latent`) that reduces W
 against the hyperparameter and the latent derivatives of K at once. Besides the
 workspace it holds O(N (Q + D)) floats and the backend's per-block partial sums
 of at most ``n_blocks x N x Q`` floats, with ``n_blocks x Q <= max(4 Q, N / 16)``.
@@ -36,17 +36,17 @@ and its gradient in x*, for many rows at once, each row independent of the
 others.
 
 This module owns the mathematics of the two objectives; the covariance passes
-are the backend's (:class:`fastgp.covariance.LatentCovariance`) and the
-linear algebra is :mod:`fastgp.linalg`'s.
+are the backend's (:class:`fastgp._backend.covariance.LatentCovariance`) and the
+linear algebra is :mod:`fastgp._linalg.lapack`'s.
 """
 
 import math
 
 import numpy as np
 
-from .covariance import LatentCovariance, input_derivative_support
-from .linalg import cho_solve_in_place
-from .lowering import fast_path_summary, lower_kernel
+from ..._backend.covariance import LatentCovariance, input_derivative_support
+from ..._linalg.lapack import cho_solve_in_place
+from ..._backend.lowering import fast_path_summary, lower_kernel
 from .objective import NegLogMarginalLikelihood, guarded_value, guarded_value_and_grad
 
 __all__ = [
@@ -61,7 +61,7 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def lower_latent_kernel(kernel, n_components):
     """Lower ``kernel`` for Q = ``n_components`` latent dimensions and check
     that every leaf has input derivatives
-    (:func:`fastgp.covariance.input_derivative_support`).
+    (:func:`fastgp._backend.covariance.input_derivative_support`).
 
     Returns
     -------
@@ -104,7 +104,7 @@ class LatentNegLogMarginalLikelihood:
         Latent dimension Q.
     diag_add : float or ndarray of shape (n_samples,)
         Added to K's diagonal (jitter).
-    workspace : fastgp.fitting.Workspace
+    workspace : fastgp._fit.session.Workspace
         Holds the N x N buffer; overwritten by every call.
     fused : bool, default=True
         Reduce the hyperparameter and latent gradients in one pass over the

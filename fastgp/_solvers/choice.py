@@ -2,8 +2,8 @@
 resolved against the kernel and the memory available (docs/design.md, "The
 matrix-free path")."""
 
-from ._user_warnings import warn_user
-from .memory import fits_in_memory, format_bytes
+from .._user_warnings import warn_user
+from ..memory import fits_in_memory, format_bytes
 
 __all__ = ["choose_solver"]
 

@@ -1,7 +1,7 @@
 """Posterior predictive moments from a kept Cholesky factor, in chunks: the
 one place both estimators' predictions (regression's predict, the GPLVM's
-inverse_transform) are computed, through the backend (fastgp.covariance)
-and fastgp.linalg.
+inverse_transform) are computed, through the backend (fastgp._backend.covariance)
+and fastgp._linalg.lapack.
 
 Rasmussen & Williams (2006), Algorithm 2.1, lines 4 to 6, for query points
 X* (m, d), training factor L (K = L L^T) and A = K^-1 Y:
@@ -18,7 +18,7 @@ memory is O(n x chunk), not O(n x m). The covariance needs V for all m points
 
 import numpy as np
 
-from .linalg import solve_lower_in_place
+from ..._linalg.lapack import solve_lower_in_place
 
 __all__ = ["predict_mean_var", "predict_mean_cov", "chunk_rows"]
 

@@ -10,7 +10,7 @@ K is not numerically positive definite it adds diagonal jitter in growing
 steps up to a bound (docs/design.md, "Failure is an answer, not a crash").
 
 From order :data:`BLOCKED_MIN_N` on, the factor and the inverse are computed
-by :mod:`fastgp.blocked_lapack` (reference LAPACK's blocked algorithms over
+by :mod:`fastgp._linalg.blocked` (reference LAPACK's blocked algorithms over
 dgemm, dtrsm and dtrmm on sub-blocks of the same buffer) instead of one call
 of OpenBLAS's dpotrf or dpotri, whose threaded dsyrk crashes the process on
 large matrices on some processors (docs/reliability.md, "Large N and
@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy.linalg import lapack
 
-from . import blocked_lapack
+from . import blocked as blocked_lapack
 
 __all__ = [
     "NotPositiveDefiniteError",
@@ -117,7 +117,7 @@ def cholesky_in_place(B, clean=False):
     """Overwrite the lower triangle of ``B`` (n, n) float64 F-contiguous with
     the Cholesky factor L of the symmetric matrix whose lower triangle it holds
     (dpotrf; from order :data:`BLOCKED_MIN_N` on, the blocked
-    :func:`fastgp.blocked_lapack.cholesky_lower`). The strict upper triangle
+    :func:`fastgp._linalg.blocked.cholesky_lower`). The strict upper triangle
     is left as it was unless ``clean``, which zeroes it.
 
     Raises NotPositiveDefiniteError (B is then partly overwritten).
@@ -162,7 +162,7 @@ def cho_solve_in_place(L, B):
 def cho_inverse_in_place(L):
     """Overwrite the lower triangle of ``L`` (the Cholesky factor, F-contiguous)
     with the lower triangle of K^-1 (dpotri; from order :data:`BLOCKED_MIN_N`
-    on, the blocked :func:`fastgp.blocked_lapack.inverse_from_cholesky_lower`).
+    on, the blocked :func:`fastgp._linalg.blocked.inverse_from_cholesky_lower`).
     The strict upper triangle is left as it was."""
     if _takes_blocked_path(L):
         _require_fortran(L, "dpotri")
@@ -328,7 +328,7 @@ def _try_cholesky(B, tol):
 # (docs/gpc.md, "Float32 early iterations"): the factor lives in a strided
 # float32 view of a float64 buffer's lower triangle, which
 # scipy.linalg.lapack's wrappers would copy, so the routines run through
-# fastgp.blocked_lapack's pointer calls with the view's leading dimension.
+# fastgp._linalg.blocked's pointer calls with the view's leading dimension.
 
 
 def float32_lower_view(B):
@@ -348,7 +348,7 @@ def cholesky_float32_in_place(A):
     """Overwrite the lower triangle of ``A`` (n, n) float32, unit row stride
     and any column stride >= n (such as :func:`float32_lower_view`), with the
     Cholesky factor of the symmetric matrix whose lower triangle it holds
-    (:func:`fastgp.blocked_lapack.cholesky_lower_float32`: reference
+    (:func:`fastgp._linalg.blocked.cholesky_lower_float32`: reference
     LAPACK's blocked spotrf over ssyrk, sgemm and strsm). Raises
     NotPositiveDefiniteError (A partly overwritten)."""
     info = blocked_lapack.cholesky_lower_float32(A)

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.gaussian_process import kernels as skk
 
-from ._engine import opcodes as op
-from . import kernels as fastgp_kernels
+from .._engine import opcodes as op
+from .. import kernels as fastgp_kernels
 
 __all__ = ["KernelProgram", "lower_kernel", "FastPathKernel", "FAST_PATH_KERNELS",
            "register_leaf", "fast_path_summary"]

@@ -82,9 +82,9 @@ import time
 import uuid
 import weakref
 
-from . import memory
-from ._user_warnings import warn_user
-from .memory import MemoryReading, format_bytes, memory_check_enabled, refusal
+from .. import memory
+from .._user_warnings import warn_user
+from . import MemoryReading, format_bytes, memory_check_enabled, refusal
 
 try:
     import fcntl

@@ -3,7 +3,7 @@ matrix: the matrix-free path's objective (docs/design.md, "The matrix-free
 path"; Gardner et al. 2018; Wang et al. 2019).
 
 For K~ = k(X, X; theta) + diag(alpha), targets Y (N, T) and t probes
-z_i = L_k e_i + D^1/2 g_i ~ N(0, P) (:mod:`fastgp.preconditioner`), one
+z_i = L_k e_i + D^1/2 g_i ~ N(0, P) (:mod:`fastgp._solvers.iterative.preconditioner`), one
 batched preconditioned CG solves K~ [A, U] = [Y, Z] and
 
     L        ~ 1/2 tr(Y^T A) + T/2 (log|P| + (1/t) sum_i SLQ_i) + N T/2 log(2 pi)
@@ -12,7 +12,7 @@ batched preconditioned CG solves K~ [A, U] = [Y, Z] and
                     - sum_c a_c^T dK_p a_c)
 
 SLQ_i is the Lanczos quadrature of z_i^T P^-1/2 log(P^-1/2 K~ P^-1/2) P^-1/2 z_i
-from the CG scalars of column z_i (:func:`fastgp.krylov.lanczos_quadrature`),
+from the CG scalars of column z_i (:func:`fastgp._solvers.iterative.krylov.lanczos_quadrature`),
 an estimate of log|P^-1 K~| whose mean over probes is unbiased up to the
 quadrature's error. The trace tr(K~^-1 dK) is split into tr(P^-1 dK), exact
 by the Woodbury identity (the kernel's diagonal derivative and k bilinear
@@ -22,7 +22,7 @@ that vanishes as P approaches K~ (the preconditioner as a control variate).
 Every bilinear form of the gradient is one backend ``grad_bilinear`` pass:
 t + T column pairs and the k columns of the symmetric trace factor
 S = D^-1 L_k C_L^-T, C = C_L C_L^T (written over L_k:
-:meth:`fastgp.preconditioner.PivotedCholeskyPreconditioner.into_trace_factor`).
+:meth:`fastgp._solvers.iterative.preconditioner.PivotedCholeskyPreconditioner.into_trace_factor`).
 
 The standard normal draws e_i, g_i are made once per objective from its seed,
 so the objective is one deterministic function of theta for the whole fit.
@@ -37,7 +37,7 @@ whose CG converged may run at most :data:`TRIAL_CG_FACTOR` times that one's
 iterations (at least :data:`TRIAL_CG_FLOOR`); one that needs more is
 abandoned and answers ``(inf, zeros)``, as where K~ is not positive
 definite, so the optimiser steps back (a shorter step lands nearer, where
-CG needs fewer iterations) and :func:`fastgp.optimize.minimize_theta`'s
+CG needs fewer iterations) and :func:`fastgp._optimize.minimize.minimize_theta`'s
 retries apply. The first evaluation, any evaluation far from the last
 converged one (a restart's start) and the final model's solve run up to
 ``max_cg_iter``.
@@ -47,12 +47,12 @@ import math
 
 import numpy as np
 
-from .blas_pool import release_blas_workers
-from .distributed_products import for_fit
-from .kernel_diagonal import diagonal_gradient
-from .kernel_system import KernelSystem
+from ..._linalg.blas_pool import release_blas_workers
+from .distributed import for_fit
+from .diagonal import diagonal_gradient
+from .system import KernelSystem
 from .krylov import lanczos_quadrature
-from .linalg import NotPositiveDefiniteError
+from ..._linalg.lapack import NotPositiveDefiniteError
 
 __all__ = ["IterativeNegLogMarginalLikelihood", "ProbeDraws", "final_model"]
 
@@ -96,14 +96,14 @@ class IterativeNegLogMarginalLikelihood:
     covariance : FastCovariance
         Backend with ``matmat``, ``grad_bilinear``, ``cross``, ``diag``; on
         the fast path it is wrapped once here
-        (:func:`fastgp.distributed_products.for_fit`), so that its products
+        (:func:`fastgp._solvers.iterative.distributed.for_fit`), so that its products
         run on joblib's workers while a cluster backend is active, with the
         training inputs sent once for the objective's life.
     Y : ndarray (n_samples, n_targets)
         Targets (normalised if the estimator normalises).
     diag_add : ndarray (n_samples,)
         The estimator's alpha.
-    options : fastgp.kernel_system.SolverOptions
+    options : fastgp._solvers.iterative.system.SolverOptions
     seed : int
         Seeds the probes' draws (:class:`ProbeDraws`).
     verbose : bool
@@ -127,7 +127,7 @@ class IterativeNegLogMarginalLikelihood:
 
     Where K~ is not positive definite (CG or the quadrature finds a
     non-positive curvature) or a value is not finite, the call returns
-    ``(inf, zeros)``, as :class:`fastgp.objective.NegLogMarginalLikelihood`.
+    ``(inf, zeros)``, as :class:`fastgp._solvers.cholesky.objective.NegLogMarginalLikelihood`.
     """
 
     def __init__(self, covariance, Y, diag_add, options, seed, verbose=False):
@@ -263,7 +263,7 @@ class IterativeNegLogMarginalLikelihood:
 
 def final_model(objective, point, messages):
     """The fit core's last step on the matrix-free path (the ``final`` of
-    :func:`fastgp.fitting.fit_objective`): (None, A, value, 0.0) at
+    :func:`fastgp._fit.session.fit_objective`): (None, A, value, 0.0) at
     ``point``; the system (with its preconditioner) is kept on
     ``objective.kept_system`` for prediction.
 

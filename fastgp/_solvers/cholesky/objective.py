@@ -10,20 +10,20 @@ One evaluation with gradient: fill K's lower triangle into the workspace,
 dpotrf in place (the factor L), A = K^-1 Y by dpotrs, log|K| from diag(L),
 dpotri in place (K^-1's lower triangle), then one fused pass that forms W entry
 by entry and reduces it against dK recomputed on the fly. The workspace
-(:class:`fastgp.fitting.Workspace`) is allocated once and reused by every call.
+(:class:`fastgp._fit.session.Workspace`) is allocated once and reused by every call.
 
 This module owns the regression objective's mathematics and the guarded
 evaluation (inf where K is not positive definite) that the GPLVM's objective
-shares; the covariance passes are the backend's (:mod:`fastgp.covariance`)
-and the linear algebra :mod:`fastgp.linalg`'s.
+shares; the covariance passes are the backend's (:mod:`fastgp._backend.covariance`)
+and the linear algebra :mod:`fastgp._linalg.lapack`'s.
 """
 
 import math
 
 import numpy as np
 
-from .blas_pool import release_blas_workers
-from .linalg import (
+from ..._linalg.blas_pool import release_blas_workers
+from ..._linalg.lapack import (
     NotPositiveDefiniteError,
     cho_inverse_in_place,
     cho_solve_factor,
@@ -63,7 +63,7 @@ def guarded_value_and_grad(factor, gradient, params):
         return failed
     cho_inverse_in_place(B)
     # the last LAPACK call of the evaluation: OpenBLAS's workers would spin
-    # through the Numba pass that follows (fastgp.blas_pool)
+    # through the Numba pass that follows (fastgp._linalg.blas_pool)
     release_blas_workers()
     grad = gradient(params, B, A)
     if not np.all(np.isfinite(grad)):
@@ -77,12 +77,12 @@ class NegLogMarginalLikelihood:
     Parameters
     ----------
     covariance : FastCovariance or KernelObjectCovariance
-        Fills K and reduces the gradient trace (fastgp.covariance).
+        Fills K and reduces the gradient trace (fastgp._backend.covariance).
     Y : ndarray of shape (n_samples, n_targets)
         Targets, already normalised if the estimator normalises.
     diag_add : ndarray of shape (n_samples,)
         Added to K's diagonal (scikit-learn's ``alpha``).
-    workspace : fastgp.fitting.Workspace
+    workspace : fastgp._fit.session.Workspace
         Holds the N x N buffer; overwritten by every call.
 
     Where K is not positive definite (dpotrf fails) or a value is not finite,
@@ -119,7 +119,7 @@ class NegLogMarginalLikelihood:
     def factor_with_jitter(self, theta, max_relative_jitter=1e-6):
         """:meth:`factor` for the model that is kept: where K is not
         numerically positive definite, jitter is added to its diagonal in
-        growing steps (:func:`fastgp.linalg.cholesky_with_jitter`).
+        growing steps (:func:`fastgp._linalg.lapack.cholesky_with_jitter`).
 
         Returns (L, A, value, jitter), all four at K + diag(diag_add) +
         jitter I, so that a model built from them is consistent. Raises

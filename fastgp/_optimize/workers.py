@@ -9,19 +9,19 @@ no scheduler and opens no socket of its own.
 
 - **The same result whatever runs it.** Every starting point is drawn in the
   calling process before anything is dispatched
-  (:func:`fastgp.optimize.restart_starts`, the sequential fit's draws), each
-  run is an independent :func:`fastgp.optimize.minimize_theta` from its start,
+  (:func:`fastgp._optimize.minimize.restart_starts`, the sequential fit's draws), each
+  run is an independent :func:`fastgp._optimize.minimize.minimize_theta` from its start,
   and the kept run is chosen as the sequential fit chooses it (the smallest
   value, the first on ties). Each run's numbers depend only on its start and
   on the BLAS thread count (docs/reliability.md, "Python threads and BLAS"),
   so a parallel fit gives a sequential fit's bits where both run BLAS on the
   same number of threads (always below 256 samples, which run serial).
 - **Its own workspace per run.** A worker copies the objective with a fresh,
-  unallocated :class:`~fastgp.fitting.Workspace`, so runs that share a process
+  unallocated :class:`~fastgp._fit.session.Workspace`, so runs that share a process
   (the threading backend) never share a buffer.
 - **Every buffer that runs at once is reserved.** Each run reserves its
   fit's estimate in the ledger of the machine it runs on
-  (:func:`fastgp.memory_budget.reserve`) for as long as its workspace exists,
+  (:func:`fastgp.memory.ledger.reserve`) for as long as its workspace exists,
   and waits there if the machine's budget is spent; the calling process holds
   nothing meanwhile (it would starve its own workers) and reserves for the
   final factor after the runs end.
@@ -38,10 +38,10 @@ import os
 
 import joblib
 
-from ._engine.threads import threads_for
-from .fitting import Workspace
-from .memory_budget import reserve
-from .optimize import best_run, minimize_theta, restart_starts
+from .._engine.threads import threads_for
+from .._fit.session import Workspace
+from ..memory.ledger import reserve
+from .minimize import best_run, minimize_theta, restart_starts
 
 __all__ = ["runs_in_workers", "minimize_in_workers"]
 
@@ -62,7 +62,7 @@ def _usable_cpus():
 
 def _run_from(objective, start, bounds, optimizer, limit_remedy, budget, n_at_once):
     """One optimiser run in a joblib worker (module docstring). Returns the
-    :class:`~fastgp.optimize.OptimizationResult` and the run's number of
+    :class:`~fastgp._optimize.minimize.OptimizationResult` and the run's number of
     objective evaluations."""
     objective = copy.copy(objective)  # shares the read-only inputs
     objective.workspace = Workspace(objective.n_samples)
@@ -84,7 +84,7 @@ def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n
                         budget, limit_remedy=None, report=None):
     """The best of one run from ``theta0`` and ``n_restarts`` from random
     starts, each run a joblib task: what
-    :func:`fastgp.optimize.minimize_with_restarts` returns, computed in
+    :func:`fastgp._optimize.minimize.minimize_with_restarts` returns, computed in
     parallel (module docstring).
 
     Parameters
@@ -96,7 +96,7 @@ def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n
     theta0 : ndarray of shape (n_theta,)
     bounds : ndarray of shape (n_theta, 2), log space
     optimizer : "fmin_l_bfgs_b", "CG" or callable
-        As :func:`fastgp.optimize.minimize_theta` (a callable must pickle for
+        As :func:`fastgp._optimize.minimize.minimize_theta` (a callable must pickle for
         process-based backends).
     n_restarts : int
     rng : numpy.random.RandomState
@@ -106,10 +106,10 @@ def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n
     budget : dict
         One run's memory: ``needed`` (bytes, :func:`fastgp.memory.fit_bytes`),
         ``n_samples``, ``operation``, ``remedies``, the arguments of
-        :func:`fastgp.memory_budget.reserve` that each task calls on the
-        machine it runs on (:func:`fastgp.fitting.fit_objective` hands it over).
+        :func:`fastgp.memory.ledger.reserve` that each task calls on the
+        machine it runs on (:func:`fastgp._fit.session.fit_objective` hands it over).
     limit_remedy : str or None
-        As :func:`fastgp.optimize.minimize_theta`.
+        As :func:`fastgp._optimize.minimize.minimize_theta`.
     report : IterationReport or None
         Says which run was kept (runs' own progress lines are not printed).
 

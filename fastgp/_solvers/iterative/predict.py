@@ -28,7 +28,7 @@ at a relative residual of 1e-4, 0.7 % at 1e-6 and 0.009 % at 1e-8.
 
 import numpy as np
 
-from .predictive import CHUNK_BYTES, chunk_rows
+from ..cholesky.predict import CHUNK_BYTES, chunk_rows
 
 __all__ = ["predict_mean_var_iterative", "predict_mean_cov_iterative", "prediction_tol",
            "PREDICTION_TOL_FACTOR"]
@@ -52,7 +52,7 @@ def predict_mean_var_iterative(system, A, X_query, want_var):
     CG residual reached (0.0 without variance), solving to
     :func:`prediction_tol`.
 
-    system : fastgp.kernel_system.KernelSystem at the fitted theta
+    system : fastgp._solvers.iterative.system.KernelSystem at the fitted theta
     A : ndarray (n, T), K~^-1 Y; X_query : ndarray (m, d) float64
     """
     covariance, theta = system.covariance, system.theta

@@ -1,23 +1,23 @@
 """The fit core: what every fastgp estimator's fit does around its objective.
 
 GaussianProcessRegressor.fit and GPLVM.fit validate their input and build
-their objective (:mod:`fastgp.objective`, :mod:`fastgp.latent_objective`);
+their objective (:mod:`fastgp._solvers.cholesky.objective`, :mod:`fastgp._solvers.cholesky.latent`);
 this module owns the rest, in the order a fit runs it (:func:`fit_objective`):
 
 1. the memory check: the estimator's peak estimate (:mod:`fastgp.memory`)
-   reserved in the machine's ledger (:mod:`fastgp.memory_budget`: it waits
+   reserved in the machine's ledger (:mod:`fastgp.memory.ledger`: it waits
    for other fits to release memory, up to a timeout), before the N x N
    buffer exists, with the estimator's remedies in the message;
 2. the :class:`Workspace`, the one N x N buffer the objective works in
    (allocated on first use, with a memory check of its own as a backstop);
-3. the optimiser run the estimator hands in (:mod:`fastgp.optimize`), inside
+3. the optimiser run the estimator hands in (:mod:`fastgp._optimize.minimize`), inside
    the thread settings of :func:`fastgp._engine.threads.threads_for`: each
    evaluation of the objective uses the cores that are idle when it starts;
 4. the final factor (:func:`final_factor`) at the chosen point, with jitter
    where K is not numerically positive definite (Rasmussen & Williams 2006,
    Alg. 2.1 lines 2-3): linalg's errors become the user-facing ValueError and
    LinAlgError that name the kernel and what to do, the amount of jitter is a
-   :class:`~fastgp.linalg.JitterWarning`, a non-finite likelihood is a
+   :class:`~fastgp._linalg.lapack.JitterWarning`, a non-finite likelihood is a
    ValueError, the strict upper triangle is zeroed, and the workspace hands
    its buffer over to become ``L_``;
 5. publication: the estimator sets every fitted attribute at once, after all
@@ -41,13 +41,13 @@ from typing import Callable
 
 import numpy as np
 
-from ._engine.threads import threads_for
-from ._user_warnings import warn_user
-from .covariance import make_covariance
-from .linalg import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
-from .memory import check_memory
-from .memory_budget import check_could_fit, reserve
-from .validation import kernel_for_likelihood
+from .._engine.threads import threads_for
+from .._user_warnings import warn_user
+from .._backend.covariance import make_covariance
+from .._linalg.lapack import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
+from ..memory import check_memory
+from ..memory.ledger import check_could_fit, reserve
+from .._validation import kernel_for_likelihood
 
 __all__ = [
     "Workspace",
@@ -222,10 +222,10 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     messages : FactorMessages
     optimize_in_workers : bool, default=False
         ``optimize`` runs its evaluations in joblib workers, each with a
-        workspace and a reservation of its own (:mod:`fastgp.restarts`); it is
+        workspace and a reservation of its own (:mod:`fastgp._optimize.workers`); it is
         called with one run's budget instead of ``evaluate``: a dict of
         ``needed`` (bytes), ``n_samples``, ``operation`` and ``remedies``, the
-        arguments of :func:`fastgp.memory_budget.reserve`. This process then
+        arguments of :func:`fastgp.memory.ledger.reserve`. This process then
         only checks that the fit could fit at all before it, and reserves for
         the final factor after it (holding a reservation meanwhile could
         starve its workers).
@@ -245,7 +245,7 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
     Notes
     -----
     The memory is reserved in the machine's ledger
-    (:func:`fastgp.memory_budget.reserve`, which may wait for other fits to
+    (:func:`fastgp.memory.ledger.reserve`, which may wait for other fits to
     release memory); the reservation shrinks to the kept factor ``L`` and
     lives until that array is freed, or ends here if the fit raises.
     """
@@ -278,13 +278,13 @@ def fit_objective(objective, optimize, *, needed_bytes, operation, remedies, mes
 def final_factor(objective, point, messages):
     """The factor of the model that is kept: (L, A, value, jitter) at
     ``point``, with jitter where K is not numerically positive definite
-    (:func:`fastgp.linalg.cholesky_with_jitter`).
+    (:func:`fastgp._linalg.lapack.cholesky_with_jitter`).
 
     L is the workspace's buffer, released to the caller, with its strict
     upper triangle zeroed; A = K^-1 Y. Raises ValueError (K not finite, or the
     value or A not finite) and numpy.linalg.LinAlgError (not positive definite
     even with jitter) with ``messages``' texts; warns
-    :class:`~fastgp.linalg.JitterWarning` where jitter was added.
+    :class:`~fastgp._linalg.lapack.JitterWarning` where jitter was added.
     """
     try:
         L, A, value, jitter = objective.factor_with_jitter(point)
@@ -365,7 +365,7 @@ def likelihood_request(estimator, theta, eval_gradient, clone_kernel):
 
     Returns None where ``theta`` is None (the caller returns its fitted
     value), else ``(kernel, theta, covariance)``: the kernel at ``theta``
-    (:func:`fastgp.validation.kernel_for_likelihood`), ``theta`` as float64
+    (:func:`fastgp._validation.kernel_for_likelihood`), ``theta`` as float64
     and the covariance backend over the estimator's ``X_train_``.
     """
     at_theta = kernel_for_likelihood(estimator.kernel_, theta, eval_gradient, clone_kernel)

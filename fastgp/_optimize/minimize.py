@@ -57,7 +57,7 @@ import scipy.optimize
 import scipy.special
 from sklearn.exceptions import ConvergenceWarning
 
-from ._user_warnings import warn_user
+from .._user_warnings import warn_user
 
 __all__ = ["BestPoint", "BoxMap", "OptimizationResult", "minimize_theta",
            "minimize_with_restarts", "restart_starts", "best_run",

@@ -14,14 +14,14 @@ The buffer plan for one evaluation at theta:
 1. K is filled once (lower triangle, the backend's pass) and mirrored into
    the strict upper triangle, its diagonal kept as a vector. K does not
    change during Newton's iterations, so the strict upper triangle keeps it
-   for every product by K (:func:`fastgp.linalg.symmetric_matvec`, one
+   for every product by K (:func:`fastgp._linalg.lapack.symmetric_matvec`, one
    dsymv over the stored triangle): no kernel is recomputed and no second
    N x N is made.
 2. Each Newton step (Alg. 3.1 lines 4-8) writes B = I + W^1/2 K W^1/2 into
    the lower triangle from the upper one and factors it in place. From
    :data:`FLOAT32_MIN_N` points on, the early steps write and factor B in
    float32 instead, in a float32 view that lies inside the lower triangle
-   (:func:`fastgp.linalg.float32_lower_view`), and the last two (at
+   (:func:`fastgp._linalg.lapack.float32_lower_view`), and the last two (at
    least) in float64 (:meth:`LaplaceObjective.newton`).
 3. The gradient (Alg. 5.1): dpotri in place turns the lower triangle into
    B^-1; diag((K^-1 + W)^-1) = (1 - diag(B^-1)) / W; one product by K from
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erf, expit
 
-from .linalg import (
+from ..._linalg.lapack import (
     NotPositiveDefiniteError,
     cho_inverse_in_place,
     cho_solve_factor,
@@ -55,7 +55,7 @@ from .linalg import (
     solve_lower_in_place,
     symmetric_matvec,
 )
-from .predictive import chunk_rows
+from .predict import chunk_rows
 
 __all__ = ["LaplaceObjective", "LaplaceMode", "latent_moments",
            "positive_class_probability", "NEWTON_TOL",
@@ -133,7 +133,7 @@ def fill_B_from_upper(B, s, kdiag, jitter=0.0):
 
 def fill_B32_from_upper(B, B32, s, kdiag):
     """Write the lower triangle of I + diag(s) K diag(s) into ``B32``, the
-    float32 view :func:`fastgp.linalg.float32_lower_view` of ``B``'s lower
+    float32 view :func:`fastgp._linalg.lapack.float32_lower_view` of ``B``'s lower
     triangle, reading K's off-diagonal entries from B's strict upper
     triangle (left as it is) and its diagonal from ``kdiag``. Only B32's
     lower triangle is written (its upper triangle overlaps K). The entries'
@@ -211,10 +211,10 @@ class LaplaceObjective:
     ----------
     covariance : FastCovariance or KernelObjectCovariance
         Fills K (lower triangle) and reduces the gradient trace
-        (:mod:`fastgp.covariance`).
+        (:mod:`fastgp._backend.covariance`).
     y : ndarray of shape (n_samples,)
         Labels in {0, 1}.
-    workspace : fastgp.fitting.Workspace
+    workspace : fastgp._fit.session.Workspace
         The one N x N buffer; overwritten by every call.
     max_iter : int
         Newton iterations per evaluation (scikit-learn's ``max_iter_predict``).
@@ -431,9 +431,9 @@ class LaplaceObjective:
         return -mode.value, -grad
 
     def factor_with_jitter(self, theta, max_relative_jitter=1e-6):
-        """The model a fit keeps (for :func:`fastgp.fitting.final_factor`):
+        """The model a fit keeps (for :func:`fastgp._fit.session.final_factor`):
         Newton's mode at ``theta`` with each B factored by
-        :func:`fastgp.linalg.cholesky_with_jitter` (jitter on B's diagonal
+        :func:`fastgp._linalg.lapack.cholesky_with_jitter` (jitter on B's diagonal
         where it is not numerically positive definite).
 
         Returns (L, A, value, jitter): L the workspace buffer whose lower

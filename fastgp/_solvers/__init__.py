@@ -1,0 +1,1 @@
+"""fastgp/_solvers"""
