@@ -5,7 +5,7 @@ Importing fastgp compiles nothing and changes no global state; the Numba
 routines compile (or load from Numba's on-disk cache) on first use.
 """
 
-from ._engine.config import NumbaCacheWarning
+from .exceptions import NumbaCacheWarning
 from .classifier import GaussianProcessClassifier
 from .gplvm import GPLVM
 from .regressor import GaussianProcessRegressor

@@ -14,6 +14,8 @@ import os
 
 import numpy as np
 
+from .exceptions import MissingMatplotlibError
+
 __all__ = ["FORMATS", "MissingMatplotlibError", "plot_format", "plot_forecast",
            "require_matplotlib", "save_figure"]
 
@@ -23,13 +25,6 @@ FORMATS = {".png": "png", ".pdf": "pdf"}
 #: Half-width of the band in predictive standard deviations: the central 95 %
 #: of a normal distribution.
 Z_95 = 1.959963984540054
-
-
-class MissingMatplotlibError(ImportError):
-    """The matplotlib package, needed to draw a figure, is not installed.
-
-    An ``ImportError``, so code that already catches one still does.
-    """
 
 
 def require_matplotlib():

@@ -18,7 +18,8 @@ from sklearn.gaussian_process.kernels import (
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessClassifier
-from fastgp._backend.covariance import SlowKernelWarning, make_covariance
+from fastgp._backend.covariance import make_covariance
+from fastgp.exceptions import SlowKernelWarning
 from fastgp._fit.session import Workspace
 from fastgp._solvers.cholesky.laplace import (
     LaplaceObjective,

@@ -19,8 +19,9 @@ import fastgp._solvers.cholesky.laplace as laplace
 import fastgp.memory as memory
 from fastgp import GaussianProcessClassifier
 from fastgp._backend.covariance import FastCovariance, KernelObjectCovariance
-from fastgp._linalg.lapack import JitterWarning
-from fastgp.memory import InsufficientMemoryError, MemoryReading, laplace_fit_bytes
+from fastgp.exceptions import JitterWarning
+from fastgp.memory import MemoryReading, laplace_fit_bytes
+from fastgp.exceptions import InsufficientMemoryError
 
 
 def _data(n=50, seed=0, n_classes=2):
@@ -57,7 +58,7 @@ def _spy_kernel_passes(monkeypatch):
 
 
 def _limit_memory(monkeypatch, available):
-    monkeypatch.setattr(memory, "available_memory",
+    monkeypatch.setattr(memory.reading, "available_memory",
                         lambda *a, **k: MemoryReading(int(available), "a test's limit"))
 
 

@@ -14,8 +14,9 @@ import fastgp.memory as memory
 from fastgp import GPLVM, GaussianProcessRegressor
 from fastgp._fit.session import FactorMessages, IterationReport, Workspace, final_factor
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
-from fastgp._linalg.lapack import JitterWarning, NotPositiveDefiniteError
-from fastgp.memory import InsufficientMemoryError, MemoryReading
+from fastgp.exceptions import JitterWarning, NotPositiveDefiniteError
+from fastgp.memory import MemoryReading
+from fastgp.exceptions import InsufficientMemoryError
 from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
 
@@ -72,7 +73,7 @@ def _assert_unchanged(estimator, snapshot):
 
 
 def _tiny_machine(monkeypatch):
-    monkeypatch.setattr(memory, "available_memory",
+    monkeypatch.setattr(memory.reading, "available_memory",
                         lambda *a, **k: MemoryReading(1_000, "a test's tiny machine"))
 
 

@@ -317,14 +317,14 @@ def test_fit_checks_memory_before_allocating(monkeypatch):
     _, Y = _curve()
     needed = memory.gplvm_fit_bytes(40, 4, 2, latent_blocks(40, 2).size - 1)
     assert needed > 8 * 40 * 40
-    monkeypatch.setattr(memory, "available_memory",
+    monkeypatch.setattr(memory.reading, "available_memory",
                         lambda *a, **k: memory.MemoryReading(needed // 2, "test"))
     with pytest.raises(memory.InsufficientMemoryError, match="Fitting GPLVM"):
         GPLVM(max_iter=1).fit(Y)
 
 
 def test_jitter_when_the_fitted_covariance_is_singular():
-    from fastgp._linalg.lapack import JitterWarning
+    from fastgp.exceptions import JitterWarning
 
     # no noise and duplicated rows: K is singular at the (PCA) start, kept by max_iter=0
     _, Y = _curve(n_samples=10)

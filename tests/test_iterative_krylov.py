@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp._backend.covariance import make_covariance
 from fastgp._solvers.iterative.system import KernelSystem, SolverOptions
 from fastgp._solvers.iterative.krylov import batched_cg, lanczos_quadrature, lanczos_tridiagonal
-from fastgp._linalg.lapack import NotPositiveDefiniteError
+from fastgp.exceptions import NotPositiveDefiniteError
 from fastgp._solvers.iterative.preconditioner import (
     PivotedCholeskyPreconditioner,
     build_preconditioner,

@@ -15,7 +15,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import fastgp.memory as memory
 from fastgp import GaussianProcessRegressor
-from fastgp.memory import InsufficientMemoryError, MemoryReading
+from fastgp.memory import MemoryReading
+from fastgp.exceptions import InsufficientMemoryError
 
 
 def _data(n=300, d=1, seed=0, noise=0.1, n_targets=None):
@@ -182,7 +183,7 @@ def test_verbose_reports_cg_iterations_and_residual(capsys):
 
 
 def _patch_memory(monkeypatch, available):
-    monkeypatch.setattr(memory, "available_memory",
+    monkeypatch.setattr(memory.reading, "available_memory",
                         lambda *a, **k: MemoryReading(int(available), "the test's figure"))
 
 

@@ -30,7 +30,8 @@ from conftest import ALPHA, assert_gradient_close, make_problem, random_theta
 from fastgp import GaussianProcessRegressor
 from fastgp._engine import opcodes as op
 from fastgp import kernels as fk
-from fastgp._backend.covariance import FastCovariance, SlowKernelWarning, make_covariance
+from fastgp._backend.covariance import FastCovariance, make_covariance
+from fastgp.exceptions import SlowKernelWarning
 from fastgp._backend.lowering import lower_kernel
 
 #: name -> (kernel, n_features). Leaves first, then two and three levels of

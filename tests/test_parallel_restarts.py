@@ -15,7 +15,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp import GaussianProcessRegressor
 from fastgp._optimize import workers as restarts
 from fastgp.memory import ledger as mb
-from fastgp.memory import InsufficientMemoryError, fit_bytes
+from fastgp.memory import fit_bytes
+from fastgp.exceptions import InsufficientMemoryError
 
 FITTED = ("L_", "alpha_", "log_marginal_likelihood_value_", "n_iter_", "n_evaluations_",
           "jitter_")

@@ -22,7 +22,8 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from fastgp import GaussianProcessRegressor
 from fastgp import memory
 from fastgp.memory import ledger as mb
-from fastgp.memory import InsufficientMemoryError, fit_bytes
+from fastgp.memory import fit_bytes
+from fastgp.exceptions import InsufficientMemoryError
 
 MB = 10**6
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -91,7 +92,7 @@ def test_budget_without_a_limit_counts_only_the_unspent_part_of_reservations(
     # A reservation's memory counts once: unspent, against the available
     # figure, until the reserving process's resident memory has grown by it
     # (then the operating system's figure already lacks it).
-    monkeypatch.setattr(memory, "available_memory",
+    monkeypatch.setattr(memory.reading, "available_memory",
                         lambda *a, **k: memory.MemoryReading(2000 * MB, "fake"))
     held = mb.reserve(200 * MB, **BUDGET)
     before = mb.budget_reading().available
@@ -108,7 +109,7 @@ def test_budget_growth_counts_towards_the_reservations_made_before_it(
         ledger, monkeypatch):
     # growth of the process before a reservation was made does not spend it:
     # a small early reservation absorbs only its own bytes of that growth
-    monkeypatch.setattr(memory, "available_memory",
+    monkeypatch.setattr(memory.reading, "available_memory",
                         lambda *a, **k: memory.MemoryReading(2000 * MB, "fake"))
     early = mb.reserve(1 * MB, **BUDGET)
     unrelated = np.ones(150 * MB // 8)  # resident, but no reservation's

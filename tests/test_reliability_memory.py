@@ -15,7 +15,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import fastgp.memory as memory
 from fastgp import GaussianProcessRegressor
-from fastgp.memory import InsufficientMemoryError, MemoryReading, skip_memory_check
+from fastgp.memory import MemoryReading, skip_memory_check
+from fastgp.exceptions import InsufficientMemoryError
 from fastgp._fit.session import Workspace
 
 #: A request for N = 200,000 (320 GB for the buffer alone).
@@ -137,14 +138,14 @@ def test_memory_gplvm_fit_of_huge_n_fails_fast():
 def test_memory_predict_std_on_many_points_is_not_refused(monkeypatch):
     # mean and std work in chunks: their memory does not grow as m^2
     gpr, X = _small_fit()
-    monkeypatch.setattr(memory, "available_memory",
+    monkeypatch.setattr(memory.reading, "available_memory",
                         lambda *a, **k: MemoryReading(10_000, "test"))
     mean, std = gpr.predict(X, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(std >= 0)
 
 
 def _tiny_machine(monkeypatch, available=1_000):
-    monkeypatch.setattr(memory, "available_memory",
+    monkeypatch.setattr(memory.reading, "available_memory",
                         lambda *a, **k: MemoryReading(available, "a test's tiny machine"))
 
 
@@ -199,7 +200,7 @@ def test_memory_environment_variable_switches_the_check_off(monkeypatch, value, 
 
 
 def test_memory_no_reading_means_no_check(monkeypatch):
-    monkeypatch.setattr(memory, "available_memory", lambda *a, **k: None)
+    monkeypatch.setattr(memory.reading, "available_memory", lambda *a, **k: None)
     assert memory.check_memory(10**30, n_samples=1, operation="x", remedies=[]) is None
 
 
@@ -253,11 +254,11 @@ def _write(path, text):
 
 def test_memory_meminfo_parsing(tmp_path):
     _write(tmp_path / "new", "MemTotal: 1000 kB\nMemFree: 100 kB\nMemAvailable: 600 kB\n")
-    assert memory.meminfo_available(str(tmp_path / "new")) == 600 * 1024
+    assert memory.reading.meminfo_available(str(tmp_path / "new")) == 600 * 1024
     _write(tmp_path / "old", "MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 20 kB\n"
                              "Cached: 300 kB\n")
-    assert memory.meminfo_available(str(tmp_path / "old")) == 420 * 1024
-    assert memory.meminfo_available(str(tmp_path / "missing")) is None
+    assert memory.reading.meminfo_available(str(tmp_path / "old")) == 420 * 1024
+    assert memory.reading.meminfo_available(str(tmp_path / "missing")) is None
 
 
 def _fake_v2(tmp_path, levels):
@@ -280,7 +281,7 @@ def _fake_v2(tmp_path, levels):
 def test_memory_cgroup_v2_limit_minus_usage_plus_reclaimable(tmp_path):
     proc = _fake_v2(tmp_path, {"a/b": (1_000_000_000, 400_000_000, 100_000_000),
                                "a": ("max", 500_000_000, 0), "": ("max", 0, 0)})
-    reading = memory.cgroup_available(proc)
+    reading = memory.reading.cgroup_available(proc)
     assert reading.available == 1_000_000_000 - (400_000_000 - 100_000_000)
     assert "cgroup v2" in reading.source and reading.source.endswith("a/b")
 
@@ -288,7 +289,7 @@ def test_memory_cgroup_v2_limit_minus_usage_plus_reclaimable(tmp_path):
 def test_memory_cgroup_v2_tightest_ancestor_wins(tmp_path):
     proc = _fake_v2(tmp_path, {"a/b": ("max", 100, 0),
                                "a": (2_000_000, 1_500_000, 0), "": ("max", 0, 0)})
-    reading = memory.cgroup_available(proc)
+    reading = memory.reading.cgroup_available(proc)
     assert reading.available == 500_000
     assert reading.source.endswith(str(tmp_path / "cg" / "a"))
 
@@ -296,7 +297,7 @@ def test_memory_cgroup_v2_tightest_ancestor_wins(tmp_path):
 def test_memory_cgroup_v2_without_limits_gives_none(tmp_path):
     proc = _fake_v2(tmp_path, {"a/b": ("max", 100, 0), "a": ("max", 1, 0),
                                "": ("max", 0, 0)})
-    assert memory.cgroup_available(proc) is None
+    assert memory.reading.cgroup_available(proc) is None
 
 
 def test_memory_cgroup_v1_limit_with_namespaced_path(tmp_path):
@@ -309,12 +310,12 @@ def test_memory_cgroup_v1_limit_with_namespaced_path(tmp_path):
     _write(mount / "memory.limit_in_bytes", "2000000000\n")
     _write(mount / "memory.usage_in_bytes", "1500000000\n")
     _write(mount / "memory.stat", "cache 10\ntotal_inactive_file 250000000\n")
-    reading = memory.cgroup_available(str(proc))
+    reading = memory.reading.cgroup_available(str(proc))
     assert reading.available == 2_000_000_000 - 1_250_000_000
     assert "cgroup v1" in reading.source
     # v1's "unlimited" is a huge number, not a limit
     _write(mount / "memory.limit_in_bytes", "9223372036854771712\n")
-    assert memory.cgroup_available(str(proc)) is None
+    assert memory.reading.cgroup_available(str(proc)) is None
 
 
 def test_memory_available_is_the_smallest_reading(tmp_path):

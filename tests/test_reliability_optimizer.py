@@ -17,7 +17,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import fastgp._solvers.cholesky.objective as objective_module
 from fastgp import GaussianProcessRegressor
-from fastgp._linalg.lapack import JitterWarning
+from fastgp.exceptions import JitterWarning
 from fastgp._optimize.minimize import minimize_theta
 
 BOUNDS = np.array([[-5.0, 5.0], [-5.0, 5.0]])

@@ -16,8 +16,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 import fastgp._solvers.cholesky.objective as objective_module
 import fastgp.regressor as regressor_module
 from fastgp import GPLVM, GaussianProcessRegressor
-from fastgp._backend.covariance import SlowKernelWarning
-from fastgp._linalg.lapack import JitterWarning
+from fastgp.exceptions import SlowKernelWarning
+from fastgp.exceptions import JitterWarning
 
 
 def _data(n=30, seed=0):

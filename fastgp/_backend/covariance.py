@@ -51,6 +51,7 @@ from .._engine import product_passes as product_jitted
 from .._engine.config import parallel_region
 from .._engine.interpreter import engine_table
 from .._user_warnings import warn_user
+from ..exceptions import SlowKernelWarning
 from .lowering import fast_path_summary, lower_kernel
 
 __all__ = ["make_covariance", "FastCovariance", "LatentCovariance",
@@ -62,10 +63,6 @@ __all__ = ["make_covariance", "FastCovariance", "LatentCovariance",
 MAX_LATENT_BLOCKS = 64
 
 _OPERATORS = (op.SUM, op.PRODUCT, op.POW)
-
-
-class SlowKernelWarning(UserWarning):
-    """The kernel is evaluated through its Python object, not fastgp's fast path."""
 
 
 def make_covariance(kernel, X, warn=True):

@@ -68,6 +68,8 @@ from pathlib import Path
 import numba
 from numba.core import caching
 
+from ..exceptions import NumbaCacheWarning
+
 __all__ = ["jit", "parallel_jit", "PARALLEL_LOCK", "parallel_region", "prange",
            "NumbaCacheWarning", "OMP_PASSIVE_ENV", "start_numba_threads"]
 
@@ -157,12 +159,6 @@ class _UserWideLocator(_PackageStamp, caching.UserWideCacheLocator):
 
 #: Numba's cache locations, in Numba's order of preference.
 _LOCATOR_CLASSES = (_UserProvidedLocator, _InTreeLocator, _UserWideLocator)
-
-
-class NumbaCacheWarning(UserWarning):
-    """No location for Numba's on-disk cache is writable, so fastgp's routines
-    compile in memory, in this process and again in every new one. Issued once
-    per process, on the first compile."""
 
 
 class _ReadOnly:

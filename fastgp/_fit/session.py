@@ -44,7 +44,7 @@ import numpy as np
 from .._engine.threads import threads_for
 from .._user_warnings import warn_user
 from .._backend.covariance import make_covariance
-from .._linalg.lapack import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
+from ..exceptions import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
 from ..memory import check_memory
 from ..memory.ledger import check_could_fit, reserve
 from .._validation import kernel_for_likelihood

@@ -22,12 +22,10 @@ import math
 import numpy as np
 from scipy.linalg import lapack
 
+from ..exceptions import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
 from . import blocked as blocked_lapack
 
 __all__ = [
-    "NotPositiveDefiniteError",
-    "NonFiniteMatrixError",
-    "JitterWarning",
     "cholesky_with_jitter",
     "rank_tolerance",
     "exact_sum",
@@ -50,32 +48,6 @@ __all__ = [
 #: it on the blocked path is as fast as LAPACK's own routines (measured in
 #: docs/reliability.md) and never reaches the faulty dsyrk.
 BLOCKED_MIN_N = 4096
-
-
-class NotPositiveDefiniteError(np.linalg.LinAlgError):
-    """dpotrf found a leading minor that is not positive definite.
-
-    Attributes
-    ----------
-    order : int
-        The order (1-based) of the first failing leading minor, LAPACK's info.
-    """
-
-    def __init__(self, order, n):
-        self.order = order
-        super().__init__(
-            f"the kernel matrix is not positive definite: its leading minor of "
-            f"order {order} (of {n}) is not."
-        )
-
-
-class NonFiniteMatrixError(np.linalg.LinAlgError):
-    """The matrix to factor holds NaN or infinity; no jitter can mend it."""
-
-
-class JitterWarning(UserWarning):
-    """The kernel matrix was not numerically positive definite, so jitter was
-    added to its diagonal; the amount is in the message."""
 
 
 def _check_same(result, buffer, routine):

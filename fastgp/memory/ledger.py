@@ -82,9 +82,13 @@ import time
 import uuid
 import weakref
 
-from .. import memory
 from .._user_warnings import warn_user
-from . import MemoryReading, format_bytes, memory_check_enabled, refusal
+from ..exceptions import MemoryWaitWarning
+from . import reading as probe
+from .reading import MemoryReading
+from .refuse import refuse_if_short, refusal
+from .switch import memory_check_enabled
+from .units import format_bytes
 
 try:
     import fcntl
@@ -126,10 +130,6 @@ _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]*)\s*$", re.IGNO
 #: workspace's own backstop check would otherwise count the fit's reservation
 #: against the fit.
 _covered = contextvars.ContextVar("fastgp_covered_by_reservation", default=False)
-
-
-class MemoryWaitWarning(UserWarning):
-    """A fit waits for other fastgp fits on this machine to release memory."""
 
 
 def parse_memory_size(text):
@@ -340,7 +340,7 @@ def _free(entries):
                    if entry["pid"] == os.getpid() and entry.get("kept"))
     if limit is not None:
         return limit - reserved, f"{LIMIT_ENV}={format_bytes(limit)}", limit - own_kept
-    reading = memory.available_memory()
+    reading = probe.available_memory()
     if reading is None:
         return None
     free = reading.available - _unspent(entries)
@@ -380,7 +380,7 @@ def budget_reading():
         entries, state = _read_ledger()
     except _NoLedger:
         limit = memory_limit()
-        return (memory.available_memory() if limit is None
+        return (probe.available_memory() if limit is None
                 else MemoryReading(limit, f"{LIMIT_ENV}={format_bytes(limit)}"))
     if state is None:
         return None
@@ -579,7 +579,8 @@ def reserve(needed, *, n_samples, operation, remedies, size=None, timeout=None,
                     # nothing can be read: record the reservation for others anyway
                     return Reservation(directory, needed, operation)
         except _NoLedger:
-            memory.check_memory(needed, **budget)
+            if not covered_by_reservation():
+                refuse_if_short(needed, budget_reading(), **budget)
             return _NoReservation()
         free, source, capacity = state
         if needed > capacity:

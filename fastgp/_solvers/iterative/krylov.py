@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import eigh_tridiagonal
 
-from ..._linalg.lapack import NotPositiveDefiniteError
+from ...exceptions import NotPositiveDefiniteError
 
 __all__ = ["CGResult", "IndefiniteOperatorError", "batched_cg", "lanczos_tridiagonal",
            "lanczos_quadrature"]

@@ -52,7 +52,7 @@ from .distributed import for_fit
 from .diagonal import diagonal_gradient
 from .system import KernelSystem
 from .krylov import lanczos_quadrature
-from ..._linalg.lapack import NotPositiveDefiniteError
+from ...exceptions import NotPositiveDefiniteError
 
 __all__ = ["IterativeNegLogMarginalLikelihood", "ProbeDraws", "final_model"]
 

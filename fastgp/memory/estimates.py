@@ -1,0 +1,255 @@
+"""Every estimate of fastgp's peak memory: the bytes an operation will
+allocate, computed from its sizes before anything is allocated (docs/design.md
+names the buffers each counts). Pure arithmetic: nothing here reads the
+machine."""
+
+__all__ = [
+    "fit_bytes",
+    "iterative_fit_bytes",
+    "gplvm_fit_bytes",
+    "laplace_fit_bytes",
+    "log_marginal_likelihood_bytes",
+    "predict_cov_bytes",
+    "sample_y_bytes",
+]
+
+_F8 = 8  # bytes per float64
+
+#: What every operation allocates whatever N: scikit-learn's validation, the
+#: kernel objects, SciPy's optimiser state. Measured at about 50 kB with
+#: tracemalloc; 1 MiB leaves room.
+_FIXED = 2**20
+
+
+def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
+    """Estimate the peak extra bytes of a fit (docs/design.md, "One N x N buffer").
+
+    Fast path: the N x N workspace plus O(N (d + T)) vectors (X and y copies,
+    A = K^-1 y, the diagonal). General path (a kernel object fastgp cannot
+    lower): scikit-learn's kernel call also returns K (N x N) and its
+    (N, N, n_theta) gradient, and the trace needs a full W and A A^T.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples N.
+    n_features : int
+        Input dimensions d.
+    n_targets : int
+        Target columns T.
+    n_theta : int
+        Free hyperparameters.
+    fast : bool, default=True
+        Whether the kernel is on fastgp's fast path.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n = int(n_samples)
+    total = _FIXED + _F8 * n * n + _F8 * n * (2 * int(n_features) + 4 * int(n_targets) + 4)
+    if not fast:
+        total += _F8 * n * n * (int(n_theta) + 3)
+    return total
+
+
+#: What a matrix-free fit's process touches beside NumPy's arrays (OpenBLAS's
+#: per-thread buffers, Numba's and OpenMP's thread stacks): the peak resident
+#: memory of one 10-D ARD loss+gradient at N = 10,000 was 7.4 MiB above
+#: NumPy's own peak (docs/benchmarks.md).
+_ITERATIVE_FIXED = 8 * 2**20
+
+
+def iterative_fit_bytes(n_samples, n_features, n_targets, n_probes, rank):
+    """Estimate the peak extra bytes of a matrix-free fit or evaluation.
+
+    O(N (k + t + d)) and no N x N array (docs/design.md, "The matrix-free
+    path"): batched CG over c = T + t columns holds the preconditioner's
+    factor (k columns) and about 14 c (solution, residual, preconditioned
+    residual, direction, product, right-hand sides, the active columns'
+    copies and their transposes, the probes and their draws); the
+    gradient's pass needs less (its trace factor in the factor's memory, two
+    (N, c) operands, CG's solutions). Plus X and y copies, the diagonals,
+    and 8 MiB for what a process touches beside NumPy's arrays (BLAS and
+    thread buffers).
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples N.
+    n_features : int
+        Input dimensions d.
+    n_targets : int
+        Target columns T.
+    n_probes : int
+        Probe vectors t.
+    rank : int
+        Preconditioner rank k.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n = int(n_samples)
+    c = int(n_targets) + int(n_probes)
+    k = int(rank)
+    return _ITERATIVE_FIXED + _F8 * n * (k + 14 * c + 2 * int(n_features) + 8)
+
+
+def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
+    """Estimate the peak extra bytes of a GPLVM fit.
+
+    The N x N workspace, the latent pass's ``n_blocks`` per-block N x Q
+    partial sums (:func:`fastgp._backend.covariance.latent_blocks`), O(N (D + Q))
+    vectors (the data's copies, A, the SVD of the PCA start, the optimiser's
+    vectors and L-BFGS's ten correction pairs over N Q + P unknowns), and
+    8 MiB of fixed cost (measured: a fit at N = 2,000, D = 12 peaked 9 MiB
+    above its workspace, bench/bench_gplvm_memory.py).
+
+    Parameters
+    ----------
+    n_samples : int
+        Rows N of the data.
+    n_features : int
+        Features D.
+    n_components : int
+        Latent dimensions Q.
+    n_blocks : int
+        Column blocks of the latent pass.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n, d, q = int(n_samples), int(n_features), int(n_components)
+    return 8 * 2**20 + _F8 * (n * n + int(n_blocks) * n * q + n * (6 * d + 30 * q + 4))
+
+
+def laplace_fit_bytes(model_sizes, n_features, n_theta, fast=True, n_parallel=1):
+    """Estimate the peak extra bytes of a GaussianProcessClassifier fit.
+
+    docs/design.md, "The Laplace classifier in one buffer". One binary
+    model per entry of ``model_sizes`` (its number of samples), each keeping
+    its N x N factor (``L_``, the buffer its fit worked in), so
+    all of them are alive at the end; while they are fitted, the models in
+    flight add O(N (d + 1)) vectors and column-block temporaries of
+    N x 256 floats, and on the general path (a kernel object fastgp cannot
+    lower) scikit-learn's (N, N, n_theta) gradient tensor and three N x N
+    matrices each. With ``n_parallel`` > 1 (joblib workers), each model in
+    flight is also sent back to the parent as a copy of its factor.
+
+    Parameters
+    ----------
+    model_sizes : sequence of int
+        Training samples of each binary model (N for a binary problem; N per
+        class for one-vs-rest; the two classes' samples per pair for
+        one-vs-one).
+    n_features : int
+        Input dimensions d.
+    n_theta : int
+        Free hyperparameters of one model.
+    fast : bool, default=True
+        Whether the kernel is on fastgp's fast path.
+    n_parallel : int, default=1
+        Models fitted at once.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    sizes = [int(n) for n in model_sizes]
+    largest = max(sizes, default=0)
+    in_flight = min(max(int(n_parallel), 1), max(len(sizes), 1))
+    working = _F8 * largest * (2 * int(n_features) + 24 + 2 * 256)
+    if not fast:
+        working += _F8 * largest * largest * (int(n_theta) + 3)
+    if in_flight > 1:
+        working += _F8 * largest * largest
+    return _FIXED + sum(_F8 * n * n for n in sizes) + in_flight * working
+
+
+def log_marginal_likelihood_bytes(n_samples, n_targets, n_theta, eval_gradient, fast=True):
+    """Estimate the peak extra bytes of one ``log_marginal_likelihood(theta)``.
+
+    Its own N x N workspace (the fitted ``L_`` is left alone) plus, on the
+    general path with a gradient, scikit-learn's tensor and temporaries.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples N.
+    n_targets : int
+        Target columns T.
+    n_theta : int
+        Free hyperparameters.
+    eval_gradient : bool
+        Whether the gradient is asked for.
+    fast : bool, default=True
+        Whether the kernel is on fastgp's fast path.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    # a fit's estimate without its copy of X; without a gradient, the general
+    # path needs no tensor either
+    return fit_bytes(n_samples, 0, n_targets, n_theta, fast=fast or not eval_gradient)
+
+
+def predict_cov_bytes(n_train, n_query, n_targets):
+    """Estimate the peak extra bytes of ``predict(X, return_cov=True)``.
+
+    On m query points: the (n_train, m) cross-covariance solved in place, the
+    (m, m) prior covariance, the (m, m) product V^T V, and the
+    (m, m, n_targets) result.
+
+    Parameters
+    ----------
+    n_train : int
+        Training samples of the model (0 for the prior).
+    n_query : int
+        Query points m.
+    n_targets : int
+        Target columns.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n, m, t = int(n_train), int(n_query), int(n_targets)
+    return _FIXED + _F8 * (n * m + 2 * m * m + m * m * t + 4 * m * t)
+
+
+def sample_y_bytes(n_train, n_query, n_targets, n_draws):
+    """Estimate the peak extra bytes of ``sample_y``.
+
+    The predictive covariance (:func:`predict_cov_bytes`) plus NumPy's
+    ``multivariate_normal``, which takes an SVD of the (m, m) covariance (u,
+    vt and LAPACK's work array: about three more m x m) and returns
+    (m, n_draws) per target.
+
+    Parameters
+    ----------
+    n_train : int
+        Training samples of the model (0 for the prior).
+    n_query : int
+        Query points m.
+    n_targets : int
+        Target columns.
+    n_draws : int
+        Draws per query point.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    m, t = int(n_query), int(n_targets)
+    return (predict_cov_bytes(n_train, n_query, n_targets)
+            + _F8 * (3 * m * m + 2 * m * int(n_draws) * t))
