@@ -53,7 +53,7 @@ def _setup(name, n):
 
     from fastgp._linalg import lapack as linalg
     from fastgp._backend.covariance import LatentCovariance, make_covariance
-    from fastgp._fit.session import Workspace
+    from fastgp._solvers.cholesky.workspace import Workspace
     from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, lower_latent_kernel
     from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
@@ -67,7 +67,7 @@ def _setup(name, n):
     theta = kernel.theta
     diag_add = np.full(n, ALPHA)
     if latent:
-        program, _ = lower_latent_kernel(kernel, X.shape[1])
+        program = lower_latent_kernel(kernel, X.shape[1])
         covariance = LatentCovariance(kernel, program, X)
         objective = LatentNegLogMarginalLikelihood(kernel, Y, X.shape[1], ALPHA,
                                                    Workspace(n))

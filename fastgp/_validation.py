@@ -12,26 +12,36 @@ come out non-finite anyway.
 It is also fastgp's one door to scikit-learn's private names. fastgp uses
 scikit-learn's public API wherever there is one (``validate_data``,
 ``check_random_state``, ``check_is_fitted``, ``__sklearn_tags__``); where there
-is none, the private name is imported here or in the estimator that needs it,
-and tests/test_sklearn_contract.py pins the behaviour fastgp relies on:
+is none, the private name is imported here and nowhere else (tests/test_layers.py
+checks that), and tests/test_sklearn_contract.py pins the behaviour fastgp
+relies on:
 
 - ``sklearn.utils._param_validation.Interval`` and ``StrOptions`` describe
   the estimators' ``_parameter_constraints``, which scikit-learn's
   ``sklearn.base._fit_context`` checks before ``fit`` runs (an
   ``InvalidParameterError``, a ValueError, naming the parameter);
-- ``sklearn.base._fit_context`` wraps ``fit`` (imported by the estimators);
+- ``sklearn.base._fit_context`` wraps ``fit`` (:data:`fit_context`);
 - ``Kernel._check_bounds_params`` warns when a fitted hyperparameter is at a
-  bound, as scikit-learn's own regressor does.
+  bound, as scikit-learn's own regressor does (:func:`warn_at_bounds`).
+
+Which scikit-learn releases fastgp supports: from the lower bound in
+pyproject.toml (the oldest CI runs) to the newest one, which CI's first stage
+installs; there is no upper bound, because each private name above is pinned
+by a test that fails on the release that changes it, and a fix then lands
+before users are told to stay behind (docs/install.md).
 """
 
 from numbers import Integral
 
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 __all__ = [
     "Interval",
     "StrOptions",
+    "fit_context",
+    "warn_at_bounds",
     "diagonal_addition",
     "check_kernel_hyperparameters",
     "target_moments",
@@ -40,6 +50,18 @@ __all__ = [
     "check_finite_result",
     "kernel_for_likelihood",
 ]
+
+
+#: scikit-learn's ``_fit_context(prefer_skip_nested_validation=...)``: checks
+#: the estimator's ``_parameter_constraints`` before ``fit`` runs.
+fit_context = _fit_context
+
+
+def warn_at_bounds(kernel):
+    """scikit-learn's ConvergenceWarning for each fitted hyperparameter of
+    ``kernel`` that lies at one of its bounds (what scikit-learn's regressor
+    says after its optimiser, ``Kernel._check_bounds_params``)."""
+    kernel._check_bounds_params()
 
 
 def nonzero_scale(scale):

@@ -4,17 +4,16 @@ fastgp's one-buffer Newton iterations, gradient and prediction underneath.
 This module owns the estimators' contract (parameters, validation, classes,
 multi-class wrapping, prediction and their messages). The binary model's
 mathematics is :mod:`fastgp._solvers.cholesky.laplace`'s; its fit runs in the fit core
-(:mod:`fastgp._fit.session`), as the regressor's does.
+(:class:`fastgp._fit.session.FitSession`), as the regressor's does.
 """
 
 import contextvars
 import math
-import types
 from numbers import Integral
 
 import numpy as np
 from joblib import effective_n_jobs
-from sklearn.base import BaseEstimator, _fit_context, clone
+from sklearn.base import BaseEstimator, clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessClassifier as _SklearnGPC
 from sklearn.gaussian_process.kernels import RBF, CompoundKernel, Kernel
@@ -24,21 +23,25 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._user_warnings import warn_user
 from ._backend.covariance import make_covariance
-from ._fit.session import FactorMessages, Workspace, check_evaluation_memory
-from ._fit.session import evaluate_on_idle_cores, fit_objective, kernel_not_finite
-from ._fit.session import likelihood_request, run_fit
-from ._solvers.cholesky.laplace import LaplaceObjective, latent_moments, positive_class_probability
 from ._backend.lowering import lower_kernel
-from .memory import check_memory, laplace_fit_bytes
-from ._optimize.minimize import minimize_with_restarts
+from ._fit.likelihood import check_evaluation_memory, likelihood_request
+from ._fit.session import FitSession
+from ._solvers.base import FactorMessages, kernel_not_finite, on_idle_cores
+from ._solvers.cholesky.final import final_factor
+from ._solvers.cholesky.laplace import (LaplaceObjective, latent_moments,
+                                        positive_class_probability)
+from ._solvers.cholesky.workspace import Workspace
+from ._user_warnings import warn_user
 from ._validation import (
     Interval,
     StrOptions,
     check_finite_result,
     check_kernel_hyperparameters,
+    fit_context,
+    warn_at_bounds,
 )
+from .memory import check_memory, laplace_fit_bytes
 
 __all__ = ["GaussianProcessClassifier"]
 
@@ -101,7 +104,7 @@ class _BinaryLaplaceClassifier(BaseEstimator):
         interrupts = _INTERRUPTS.get()
         optimize_theta = not interrupts  # no collector, or nothing collected yet
         try:
-            run_fit(self, lambda: self._fit(X, y, optimize_theta))
+            self._fit(X, y, optimize_theta)
         except KeyboardInterrupt as exc:
             if interrupts is None or not hasattr(self, "L_"):
                 raise
@@ -109,71 +112,70 @@ class _BinaryLaplaceClassifier(BaseEstimator):
         return self
 
     def _fit(self, X, y, optimize_theta=True):
-        kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
-        check_kernel_hyperparameters(kernel)
-        rng = check_random_state(self.random_state)
-        X_train = _training_input(X, kernel)
-        if self.copy_X_train and X_train is X:
-            X_train = np.copy(X_train) if isinstance(X_train, np.ndarray) else list(X_train)
+        with FitSession(self, "Fitting GaussianProcessClassifier") as session:
+            kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
+            check_kernel_hyperparameters(kernel)
+            rng = check_random_state(self.random_state)
+            X_train = _training_input(X, kernel)
+            if self.copy_X_train and X_train is X:
+                X_train = (np.copy(X_train) if isinstance(X_train, np.ndarray)
+                           else list(X_train))
 
-        encoder = LabelEncoder()
-        y_train = encoder.fit_transform(y)
-        classes = encoder.classes_
-        name = type(self).__name__
-        if classes.size > 2:
-            raise ValueError(f"{name} supports only binary classification. "
-                             f"y contains classes {classes}")
-        if classes.size == 1:
-            raise ValueError(f"{name} requires 2 classes; got {classes.size} class")
+            encoder = LabelEncoder()
+            y_train = encoder.fit_transform(y)
+            classes = encoder.classes_
+            name = type(self).__name__
+            if classes.size > 2:
+                raise ValueError(f"{name} supports only binary classification. "
+                                 f"y contains classes {classes}")
+            if classes.size == 1:
+                raise ValueError(f"{name} requires 2 classes; got {classes.size} class")
 
-        n_samples = len(y_train)
-        covariance = make_covariance(kernel, X_train)
-        objective = LaplaceObjective(covariance, y_train, Workspace(n_samples),
-                                     max_iter=self.max_iter_predict,
-                                     warm_start=self.warm_start)
+            n_samples = len(y_train)
+            covariance = make_covariance(kernel, X_train)
+            objective = LaplaceObjective(covariance, y_train, Workspace(n_samples),
+                                         max_iter=self.max_iter_predict,
+                                         warm_start=self.warm_start)
+            n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
+            session.budget(
+                laplace_fit_bytes([n_samples], n_features, kernel.n_dims,
+                                  fast=covariance.is_fast),
+                n_samples,
+                ["fit on fewer samples (a random subset)", "use a machine with more memory"]
+                + ([] if covariance.is_fast else
+                   ["use a kernel on fastgp's fast path, whose gradient needs no "
+                    "(N, N, n_hyperparameters) tensor"]))
 
-        def optimize(evaluate):
-            if self.optimizer is None or kernel.n_dims == 0 or not optimize_theta:
-                return kernel.theta, 0, None
-            best = minimize_with_restarts(
-                evaluate, kernel.theta, kernel.bounds, self.optimizer,
-                self.n_restarts_optimizer, rng,
-                limit_remedy=("pass a callable optimizer (scikit-learn's contract) "
-                              "that allows more iterations or a looser tolerance"))
-            if not math.isfinite(best.value):
-                return kernel.theta, 0, best.interrupt
-            kernel.theta = best.theta
-            kernel._check_bounds_params()
-            return kernel.theta, best.n_iterations, best.interrupt
+            # the hyperparameters that maximise the approximate likelihood
+            n_iter = 0
+            if self.optimizer is not None and kernel.n_dims > 0 and optimize_theta:
+                best = session.minimize(objective, kernel.theta, kernel.bounds,
+                                        self.optimizer,
+                                        n_restarts=self.n_restarts_optimizer, rng=rng)
+                if math.isfinite(best.value):
+                    kernel.theta = best.theta
+                    warn_at_bounds(kernel)
+                    n_iter = best.n_iterations
 
-        n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
-        fitted = fit_objective(
-            objective, optimize,
-            needed_bytes=laplace_fit_bytes([n_samples], n_features, kernel.n_dims,
-                                           fast=covariance.is_fast),
-            operation="Fitting GaussianProcessClassifier",
-            remedies=["fit on fewer samples (a random subset)",
-                      "use a machine with more memory"]
-                     + ([] if covariance.is_fast else
-                        ["use a kernel on fastgp's fast path, whose gradient needs "
-                         "no (N, N, n_hyperparameters) tensor"]),
-            messages=self._factor_messages(kernel))
-        mode = objective.mode
-        return {
-            "kernel_": kernel,
-            "_rng": rng,
-            "X_train_": X_train,
-            "y_train_": y_train,
-            "classes_": classes,
-            "L_": fitted.L,
-            "pi_": mode.pi,
-            "W_sr_": mode.W_sr,
-            "_f_cached": objective.f_cached,
-            "jitter_": fitted.jitter,
-            "n_iter_": fitted.n_iterations,
-            "n_evaluations_": fitted.n_evaluations,
-            "log_marginal_likelihood_value_": -fitted.value,
-        }, fitted
+            # Newton's mode and the factor of B there, kept as L_
+            kept = session.finalise(final_factor, objective, kernel.theta,
+                                    self._factor_messages(kernel))
+            mode = objective.mode
+            session.publish({
+                "kernel_": kernel,
+                "_rng": rng,
+                "X_train_": X_train,
+                "y_train_": y_train,
+                "classes_": classes,
+                "L_": kept.L,
+                "pi_": mode.pi,
+                "W_sr_": mode.W_sr,
+                "_f_cached": objective.f_cached,
+                "jitter_": kept.jitter,
+                "n_iter_": n_iter,
+                "n_evaluations_": objective.n_evaluations,
+                "log_marginal_likelihood_value_": -kept.value,
+            })
 
     @staticmethod
     def _factor_messages(kernel):
@@ -204,7 +206,7 @@ class _BinaryLaplaceClassifier(BaseEstimator):
         check_is_fitted(self)
         X = _training_input(X, self.kernel_)
         covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
-        mean, var = evaluate_on_idle_cores(
+        mean, var = on_idle_cores(
             len(self.y_train_), latent_moments, covariance, self.kernel_.theta, self.L_,
             self.W_sr_, self.y_train_ - self.pi_, X, want_var)
         # never NaN returned in silence: the kernel overflows at these inputs
@@ -253,10 +255,10 @@ class _BinaryLaplaceClassifier(BaseEstimator):
                                      warm_start=self.warm_start,
                                      f_cached=getattr(self, "_f_cached", None))
         if eval_gradient:
-            value, grad = evaluate_on_idle_cores(n_samples, objective, theta)
+            value, grad = on_idle_cores(n_samples, objective, theta)
             result = (-value, -grad)
         else:
-            result = -evaluate_on_idle_cores(n_samples, objective.value, theta)
+            result = -on_idle_cores(n_samples, objective.value, theta)
         if objective.f_cached is not None:
             self._f_cached = objective.f_cached  # scikit-learn's warm start
         return result
@@ -381,7 +383,7 @@ class GaussianProcessClassifier(_SklearnGPC):
             copy_X_train=copy_X_train, random_state=random_state,
             multi_class=multi_class, n_jobs=n_jobs)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the Gaussian process classifier.
 
@@ -405,70 +407,70 @@ class GaussianProcessClassifier(_SklearnGPC):
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
-        run_fit(self, lambda: self._fit(X, y))
+        with FitSession(self, "Fitting GaussianProcessClassifier") as session:
+            if isinstance(self.kernel, CompoundKernel):
+                raise ValueError("kernel cannot be a CompoundKernel")
+            if self.kernel is None or self.kernel.requires_vector_input:
+                X, y = validate_data(self, X, y, multi_output=False, ensure_2d=True,
+                                     dtype="numeric")
+            else:
+                X, y = validate_data(self, X, y, multi_output=False, ensure_2d=False,
+                                     dtype=None)
+            binary = _BinaryLaplaceClassifier(
+                kernel=self.kernel, optimizer=self.optimizer,
+                n_restarts_optimizer=self.n_restarts_optimizer,
+                max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
+                copy_X_train=self.copy_X_train, random_state=self.random_state)
+            classes, counts = np.unique(y, return_counts=True)
+            n_classes = classes.size
+            if n_classes == 1:
+                raise ValueError(
+                    "GaussianProcessClassifier requires 2 or more distinct classes; got "
+                    f"{n_classes} class (only class {classes[0]} is present)")
+            self._check_fit_memory(X, counts)
+
+            if n_classes == 2:
+                base = binary
+            elif self.multi_class == "one_vs_rest":
+                base = OneVsRestClassifier(binary, n_jobs=self.n_jobs)
+            else:
+                base = OneVsOneClassifier(binary, n_jobs=self.n_jobs)
+            interrupt = None
+            if n_classes == 2:
+                try:
+                    base.fit(X, y)
+                except KeyboardInterrupt as exc:
+                    # the binary model kept its best point and is fitted there
+                    if not hasattr(binary, "L_"):
+                        raise
+                    interrupt = exc
+            else:
+                interrupts = []
+                token = _INTERRUPTS.set(interrupts)
+                try:
+                    base.fit(X, y)
+                finally:
+                    _INTERRUPTS.reset(token)
+                if interrupts:
+                    interrupt = interrupts[0]
+                    warn_user(
+                        "The fit was interrupted (KeyboardInterrupt): the binary model "
+                        "being optimised keeps its best point, and the models after it "
+                        "were fitted at the kernel's initial hyperparameters without "
+                        "optimising; then the interrupt propagates.", ConvergenceWarning)
+            if n_classes > 2:
+                lml = np.mean([e.log_marginal_likelihood() for e in base.estimators_])
+            else:
+                lml = base.log_marginal_likelihood()
+            session.publish({
+                "base_estimator_": base,
+                "classes_": classes,
+                "n_classes_": n_classes,
+                "log_marginal_likelihood_value_": lml,
+            })
+            if interrupt is not None:
+                session.defer(interrupt)
         return self
-
-    def _fit(self, X, y):
-        if isinstance(self.kernel, CompoundKernel):
-            raise ValueError("kernel cannot be a CompoundKernel")
-        if self.kernel is None or self.kernel.requires_vector_input:
-            X, y = validate_data(self, X, y, multi_output=False, ensure_2d=True,
-                                 dtype="numeric")
-        else:
-            X, y = validate_data(self, X, y, multi_output=False, ensure_2d=False,
-                                 dtype=None)
-        binary = _BinaryLaplaceClassifier(
-            kernel=self.kernel, optimizer=self.optimizer,
-            n_restarts_optimizer=self.n_restarts_optimizer,
-            max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
-            copy_X_train=self.copy_X_train, random_state=self.random_state)
-        classes, counts = np.unique(y, return_counts=True)
-        n_classes = classes.size
-        if n_classes == 1:
-            raise ValueError(
-                "GaussianProcessClassifier requires 2 or more distinct classes; got "
-                f"{n_classes} class (only class {classes[0]} is present)")
-        self._check_fit_memory(X, counts)
-
-        if n_classes == 2:
-            base = binary
-        elif self.multi_class == "one_vs_rest":
-            base = OneVsRestClassifier(binary, n_jobs=self.n_jobs)
-        else:
-            base = OneVsOneClassifier(binary, n_jobs=self.n_jobs)
-        interrupt = None
-        if n_classes == 2:
-            try:
-                base.fit(X, y)
-            except KeyboardInterrupt as exc:
-                # the binary model kept its best point and is fitted there
-                if not hasattr(binary, "L_"):
-                    raise
-                interrupt = exc
-        else:
-            interrupts = []
-            token = _INTERRUPTS.set(interrupts)
-            try:
-                base.fit(X, y)
-            finally:
-                _INTERRUPTS.reset(token)
-            if interrupts:
-                interrupt = interrupts[0]
-                warn_user(
-                    "The fit was interrupted (KeyboardInterrupt): the binary model "
-                    "being optimised keeps its best point, and the models after it "
-                    "were fitted at the kernel's initial hyperparameters without "
-                    "optimising; then the interrupt propagates.", ConvergenceWarning)
-        if n_classes > 2:
-            lml = np.mean([e.log_marginal_likelihood() for e in base.estimators_])
-        else:
-            lml = base.log_marginal_likelihood()
-        return {
-            "base_estimator_": base,
-            "classes_": classes,
-            "n_classes_": n_classes,
-            "log_marginal_likelihood_value_": lml,
-        }, types.SimpleNamespace(interrupt=interrupt)
 
     # scikit-learn's methods, documented here (their own docstrings cite
     # scikit-learn's glossary and references, which fastgp's site lacks)

@@ -4,19 +4,14 @@ transformer, with an exact gradient in one N x N buffer.
 This module owns the estimator's contract (parameters, the data's centring
 and scaling, the initial latent points, the default kernel, transform and
 inverse_transform, and their messages); the fit itself runs in the fit core
-(:mod:`fastgp._fit.session`), the objectives are :mod:`fastgp._solvers.cholesky.latent`'s.
+(:class:`fastgp._fit.session.FitSession`), the objectives are
+:mod:`fastgp._solvers.cholesky.latent`'s.
 """
 
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import (
-    BaseEstimator,
-    ClassNamePrefixFeaturesOutMixin,
-    TransformerMixin,
-    _fit_context,
-    clone,
-)
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 from sklearn.gaussian_process.kernels import RBF, Kernel, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.metrics import pairwise_distances_argmin
@@ -24,15 +19,16 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._engine.threads import threads_for
 from ._backend.covariance import make_covariance
-from ._fit.session import FactorMessages, IterationReport, Workspace
-from ._fit.session import fit_objective, kernel_not_finite, run_fit
+from ._fit.session import FitSession
+from ._optimize.rows import minimize_rows
+from ._solvers.base import FactorMessages, kernel_not_finite, on_idle_cores
+from ._solvers.cholesky.final import final_factor
 from ._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
-from .memory import gplvm_fit_bytes
-from ._optimize.minimize import minimize_rows, minimize_theta
 from ._solvers.cholesky.predict import predict_mean_var
-from ._validation import Interval, StrOptions, nonzero_scale
+from ._solvers.cholesky.workspace import Workspace
+from ._validation import Interval, StrOptions, fit_context, nonzero_scale
+from .memory import gplvm_fit_bytes
 
 __all__ = ["GPLVM"]
 
@@ -199,7 +195,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit the latent points and the kernel's hyperparameters to X.
 
@@ -231,56 +227,66 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
-        run_fit(self, lambda: self._fit(X))
+        with FitSession(self, "Fitting GPLVM") as session:
+            Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            n_samples, n_features = Y.shape
+            Q = self.n_components
+            mean = Y.mean(axis=0)
+            scale = (nonzero_scale(Y.std(axis=0)) if self.standardize
+                     else np.ones(n_features))
+            Yc = (Y - mean) / scale
+            rng = check_random_state(self.random_state)
+            X0 = self._initial_latent(Yc, rng)
+            kernel = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
+            objective = LatentNegLogMarginalLikelihood(kernel, Yc, Q, self.alpha,
+                                                       Workspace(n_samples))
+            session.budget(
+                gplvm_fit_bytes(n_samples, n_features, Q, objective.covariance.n_blocks),
+                n_samples, ["fit on a random subset of the rows and place the others "
+                            "with transform", "use a machine with more memory"])
+
+            # the latent points and hyperparameters together (Lawrence 2005)
+            z, n_iter = objective.pack(X0, kernel.theta), 0
+            if self.max_iter > 0:
+                best = session.minimize(
+                    objective, z, self._bounds(objective, kernel), self.optimizer,
+                    verbose=self.verbose, objective_name="-log p(Y|X)", width=5,
+                    max_iter=self.max_iter, tol=self.tol,
+                    limit_remedy=(f"raise max_iter (now {self.max_iter}) or loosen tol "
+                                  f"(now {self.tol:g})"))
+                z, n_iter = best.theta, best.n_iterations
+                if kernel.n_dims > 0:
+                    kernel.theta = objective.unpack(z)[1]
+
+            # the factor at the chosen point, in the workspace the optimiser used
+            kept = session.finalise(final_factor, objective, z,
+                                    self._factor_messages(kernel))
+            X_fit, _ = objective.unpack(z)
+            session.publish({
+                "mean_": mean,
+                "scale_": scale,
+                "kernel_": kernel,
+                "n_iter_": n_iter,
+                "n_evaluations_": objective.n_evaluations,
+                "embedding_": np.array(X_fit),
+                "jitter_": kept.jitter,
+                "L_": kept.L,
+                "alpha_": kept.A,
+                "log_marginal_likelihood_value_": -kept.value,
+                "_Y_fit": Yc,
+            })
         return self
 
-    def _fit(self, X):
-        """The fit's work; returns the fitted attributes (name -> value) and
-        the fit core's :class:`~fastgp._fit.session.FitResult`."""
-        Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        n_samples, n_features = Y.shape
-        Q = self.n_components
-        mean = Y.mean(axis=0)
-        scale = nonzero_scale(Y.std(axis=0)) if self.standardize else np.ones(n_features)
-        Yc = (Y - mean) / scale
-        rng = check_random_state(self.random_state)
-        X0 = self._initial_latent(Yc, rng)
-        kernel = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
-        objective = LatentNegLogMarginalLikelihood(kernel, Yc, Q, self.alpha,
-                                                   Workspace(n_samples))
-
-        def optimize(evaluate):
-            # sets kernel's theta to the optimum's; (z, iterations, interrupt)
-            z, n_iter, interrupt = self._optimize(evaluate, objective, kernel,
-                                                  objective.pack(X0, kernel.theta))
-            if kernel.n_dims > 0:
-                kernel.theta = objective.unpack(z)[1]
-            return z, n_iter, interrupt
-
-        # the factor at the chosen point, in the workspace the optimiser used
-        fitted = fit_objective(
-            objective, optimize,
-            needed_bytes=gplvm_fit_bytes(n_samples, n_features, Q,
-                                         objective.covariance.n_blocks),
-            operation="Fitting GPLVM",
-            remedies=["fit on a random subset of the rows and place the "
-                      "others with transform",
-                      "use a machine with more memory"],
-            messages=self._factor_messages(kernel))
-        X_fit, _ = objective.unpack(fitted.point)
-        return {
-            "mean_": mean,
-            "scale_": scale,
-            "kernel_": kernel,
-            "n_iter_": fitted.n_iterations,
-            "n_evaluations_": fitted.n_evaluations,
-            "embedding_": np.array(X_fit),
-            "jitter_": fitted.jitter,
-            "L_": fitted.L,
-            "alpha_": fitted.A,
-            "log_marginal_likelihood_value_": -fitted.value,
-            "_Y_fit": Yc,
-        }, fitted
+    @staticmethod
+    def _bounds(objective, kernel):
+        """The optimiser's box over z = [X.ravel(), theta]: the latent points
+        unbounded, the hyperparameters within the kernel's bounds."""
+        n_x = objective.X.size
+        bounds = np.empty((n_x + objective.n_theta, 2))
+        bounds[:n_x] = (-np.inf, np.inf)
+        if kernel.n_dims > 0:  # an all-fixed kernel's bounds are shape (0,)
+            bounds[n_x:] = kernel.bounds
+        return bounds
 
     @staticmethod
     def _factor_messages(kernel):
@@ -355,28 +361,6 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 * RBF(np.ones(self.n_components), length_scale_bounds=(1e-5, 1e5))
                 + WhiteKernel(0.1 * v, noise_level_bounds=(1e-6 * v, 1e5 * v)))
 
-    def _optimize(self, evaluate, objective, kernel, z0):
-        """Minimise ``evaluate`` (the objective) from z0
-        (fastgp._optimize.minimize.minimize_theta, shared with the regressor); returns
-        (best z evaluated, iterations, the KeyboardInterrupt that ended the
-        run or None)."""
-        if self.max_iter == 0:
-            return z0, 0, None
-        n_x = objective.X.size
-        bounds = np.empty((z0.size, 2))
-        bounds[:n_x] = (-np.inf, np.inf)  # latent points are unbounded
-        if kernel.n_dims > 0:  # an all-fixed kernel's bounds are shape (0,)
-            bounds[n_x:] = kernel.bounds
-        report = IterationReport("-log p(Y|X)", 5) if self.verbose else None
-        if report is not None:
-            report.start()
-        result = minimize_theta(
-            evaluate, z0, bounds, self.optimizer, report, max_iter=self.max_iter,
-            tol=self.tol,
-            limit_remedy=(f"raise max_iter (now {self.max_iter}) or loosen tol "
-                          f"(now {self.tol:g})"))
-        return result.theta, result.n_iterations, result.interrupt
-
     # ------------------------------------------------------------ transform
     def transform(self, X):
         """Place new data in the fitted latent space.
@@ -422,10 +406,9 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                           self.alpha_, Yc[moving])
         spread = float(np.mean(np.std(self.embedding_, axis=0)))
         step0 = 0.1 * spread if spread > 0.0 else 0.1
-        with threads_for(len(self.embedding_)) as threads:
-            X_new, _, _ = threads.evaluate(minimize_rows, density, out[moving], step0,
-                                           max_iter=TRANSFORM_MAX_ITER,
-                                           gtol=TRANSFORM_GTOL, ftol=0.0)
+        X_new, _, _ = on_idle_cores(len(self.embedding_), minimize_rows, density,
+                                    out[moving], step0, max_iter=TRANSFORM_MAX_ITER,
+                                    gtol=TRANSFORM_GTOL, ftol=0.0)
         out[moving] = X_new
         return out
 
@@ -455,9 +438,9 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"{self.n_components} latent dimensions."
             )
         covariance = make_covariance(self.kernel_, self.embedding_, warn=False)
-        with threads_for(len(self.embedding_)) as threads:
-            mean, var = threads.evaluate(predict_mean_var, covariance, self.kernel_.theta,
-                                         self.L_, self.alpha_, X, want_var=return_std)
+        mean, var = on_idle_cores(len(self.embedding_), predict_mean_var, covariance,
+                                  self.kernel_.theta, self.L_, self.alpha_, X,
+                                  want_var=return_std)
         mean = mean * self.scale_ + self.mean_
         if not return_std:
             return mean

@@ -10,37 +10,19 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context, clone
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessRegressor as _SklearnGPR
 from sklearn.gaussian_process.kernels import RBF, Kernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from ._engine.threads import threads_for
-from ._user_warnings import warn_user
 from ._backend.covariance import make_covariance
-from ._fit.session import FactorMessages, IterationReport, Workspace, check_evaluation_memory
-from ._fit.session import fit_objective, kernel_not_finite, likelihood_request, run_fit
-from ._solvers.iterative.objective import IterativeNegLogMarginalLikelihood, final_model
-from ._solvers.iterative.predict import (PREDICTION_TOL_FACTOR, predict_mean_cov_iterative,
-                                   predict_mean_var_iterative, prediction_tol)
-from ._solvers.iterative.system import KernelSystem, SolverOptions
-from .memory import (
-    check_memory,
-    fit_bytes,
-    format_bytes,
-    iterative_fit_bytes,
-    log_marginal_likelihood_bytes,
-    predict_cov_bytes,
-    sample_y_bytes,
-)
-from ._solvers.cholesky.objective import NegLogMarginalLikelihood
-from ._optimize.minimize import minimize_with_restarts
-from ._solvers.cholesky.predict import predict_mean_cov, predict_mean_var
-from ._optimize.workers import minimize_in_workers, runs_in_workers
-from ._solvers.choice import choose_solver
+from ._fit.likelihood import check_evaluation_memory, likelihood_request
+from ._fit.session import FitSession
+from ._solvers.base import FactorMessages, Fitted, Problem, kernel_not_finite, on_idle_cores
+from ._solvers.choice import choose_solver, fit_remedies, make_solver
+from ._user_warnings import warn_user
 from ._validation import (
     Interval,
     StrOptions,
@@ -48,8 +30,11 @@ from ._validation import (
     check_kernel_hyperparameters,
     count_samples,
     diagonal_addition,
+    fit_context,
     target_moments,
+    warn_at_bounds,
 )
+from .memory import check_memory, predict_cov_bytes, sample_y_bytes
 
 __all__ = ["GaussianProcessRegressor"]
 
@@ -131,7 +116,6 @@ class GaussianProcessRegressor(_SklearnGPR):
     max_cg_iter : int, default=1000
         Iterative solver: most CG iterations per solve; a solve that stops
         short of ``cg_tol`` is a ConvergenceWarning that gives the residual.
-        signature otherwise).
     n_jobs : int or None, default=None
         Optimiser runs (the first and the restarts) executed at once, as joblib
         tasks under the active ``joblib.parallel_config`` (loky processes by
@@ -280,12 +264,13 @@ class GaussianProcessRegressor(_SklearnGPR):
         infinite or negative entries are a ValueError."""
         return diagonal_addition(self.alpha, n_samples)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the Gaussian process to the training data.
 
         Optimise the kernel's hyperparameters by maximising the log marginal
-        likelihood, then keep the Cholesky factor.
+        likelihood, then keep the model at the optimum (the Cholesky factor,
+        on the Cholesky path).
 
         Parameters
         ----------
@@ -307,147 +292,101 @@ class GaussianProcessRegressor(_SklearnGPR):
         """
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
-        run_fit(self, lambda: self._fit(X, y))
+        with FitSession(self, "Fitting GaussianProcessRegressor") as session:
+            kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
+            check_kernel_hyperparameters(kernel)
+            rng = check_random_state(self.random_state)
+            X, y = self._validate_X(X, y, reset=True)
+            n_targets = self._check_n_targets(y)
+            y, y_mean, y_std = self._normalised(y)
+            n_samples = len(y)
+            diag_add = self._diag_add(n_samples)
+            X_train = np.copy(X) if self.copy_X_train else X
+            y_train = np.copy(y) if self.copy_X_train else y
+
+            # the solver, chosen once (docs/design.md, "Solvers")
+            covariance = make_covariance(kernel, X_train, warn=False)
+            problem = self._problem(covariance, kernel, X_train, n_targets)
+            params = self.get_params(deep=False)
+            solver = choose_solver(self.solver, params, covariance, kernel, problem)
+            seed = solver.draw_seed(rng)
+            objective = solver.objective(covariance, y_train, diag_add, seed,
+                                         verbose=self.verbose)
+            session.budget(solver.fit_bytes(problem), n_samples,
+                           fit_remedies(solver, params, problem))
+
+            # the hyperparameters that maximise the log marginal likelihood
+            n_iter = 0
+            if self.optimizer is not None and kernel.n_dims > 0:
+                best = session.minimize(
+                    objective, kernel.theta, kernel.bounds, self.optimizer,
+                    n_restarts=self.n_restarts_optimizer, rng=rng, n_jobs=self.n_jobs,
+                    in_workers=solver.restarts_in_workers, verbose=self.verbose)
+                if math.isfinite(best.value):
+                    kernel.theta = best.theta
+                    warn_at_bounds(kernel)
+                    n_iter = best.n_iterations
+
+            # Alg. 2.1 lines 2-3: the kept model at the chosen theta
+            kept = session.finalise(solver.final, objective, kernel.theta,
+                                    self._factor_messages(kernel, y_train))
+            solver.after_fit(objective)
+            session.publish({
+                "solver_": solver.name,
+                "_solver_seed": seed,
+                "_solver_cache": {"state": kept.state},
+                "kernel_": kernel,
+                "_rng": rng,
+                "_y_train_mean": y_mean,
+                "_y_train_std": y_std,
+                "X_train_": X_train,
+                "y_train_": y_train,
+                "n_iter_": n_iter,
+                "n_evaluations_": objective.n_evaluations,
+                "L_": kept.L,
+                "alpha_": kept.A.reshape(y_train.shape),
+                "jitter_": kept.jitter,
+                "log_marginal_likelihood_value_": -kept.value,
+            })
         return self
 
-    def _fit(self, X, y):
-        """The fit's work; returns the fitted attributes (name -> value) and
-        the fit core's :class:`~fastgp._fit.session.FitResult`."""
-        kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
-        check_kernel_hyperparameters(kernel)
-        rng = check_random_state(self.random_state)
-        X, y = self._validate_X(X, y, reset=True)
-
-        n_targets_seen = y.shape[1] if y.ndim > 1 else 1
-        if self.n_targets is not None and n_targets_seen != self.n_targets:
+    def _check_n_targets(self, y):
+        n_targets = y.shape[1] if y.ndim > 1 else 1
+        if self.n_targets is not None and n_targets != self.n_targets:
             raise ValueError(
                 "The number of targets seen in `y` is different from the parameter "
-                f"`n_targets`. Got {n_targets_seen} != {self.n_targets}."
+                f"`n_targets`. Got {n_targets} != {self.n_targets}."
             )
+        return n_targets
+
+    def _normalised(self, y):
+        """(y, mean, std): the targets centred and scaled where
+        ``normalize_y``, with the moments that undo it."""
         if self.normalize_y:
             y_mean, y_std = target_moments(y)
-            y = (y - y_mean) / y_std
-        else:
-            shape_y_stats = (y.shape[1],) if y.ndim == 2 else 1
-            y_mean, y_std = np.zeros(shape=shape_y_stats), np.ones(shape=shape_y_stats)
-        n_samples = len(y)
-        diag_add = self._diag_add(n_samples)
+            return (y - y_mean) / y_std, y_mean, y_std
+        shape_y_stats = (y.shape[1],) if y.ndim == 2 else 1
+        return y, np.zeros(shape=shape_y_stats), np.ones(shape=shape_y_stats)
 
-        X_train = np.copy(X) if self.copy_X_train else X
-        y_train = np.copy(y) if self.copy_X_train else y
-        # solver="iterative" refuses a slow kernel below rather than warn about it
-        covariance = make_covariance(kernel, X_train, warn=self.solver != "iterative")
+    @staticmethod
+    def _problem(covariance, kernel, X_train, n_targets):
         n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
-        dense_bytes = fit_bytes(n_samples, n_features, n_targets_seen, kernel.n_dims,
-                                fast=covariance.is_fast)
-        solver = choose_solver(self.solver, covariance.is_fast, kernel, n_samples,
-                               dense_bytes,
-                               self._iterative_bytes(n_samples, n_features, n_targets_seen))
-        probe_seed = None
-        if solver == "iterative":
-            probe_seed = int(rng.randint(np.iinfo(np.int32).max))
-            objective = IterativeNegLogMarginalLikelihood(
-                covariance, y_train, diag_add, self._solver_options(), probe_seed,
-                verbose=self.verbose)
-        else:
-            objective = NegLogMarginalLikelihood(covariance, y_train, diag_add,
-                                                 Workspace(n_samples))
-        limit_remedy = ("pass a callable optimizer (scikit-learn's contract) "
-                        "that allows more iterations or a looser tolerance")
-        in_workers = (solver == "cholesky" and self.optimizer is not None
-                      and kernel.n_dims > 0
-                      and runs_in_workers(self.n_jobs, self.n_restarts_optimizer))
-
-        def optimize(evaluate):
-            # sets kernel's theta to the best run's; (theta, iterations of
-            # that run, the KeyboardInterrupt that ended it or None)
-            if self.optimizer is None or kernel.n_dims == 0:
-                return kernel.theta, 0, None
-            report = IterationReport("-log p(y|X)", 4) if self.verbose else None
-            if report is not None:
-                report.start()
-            if in_workers:  # the runs go to joblib; `evaluate` is one run's budget
-                best = minimize_in_workers(
-                    objective, kernel.theta, kernel.bounds, self.optimizer,
-                    self.n_restarts_optimizer, rng, self.n_jobs, budget=evaluate,
-                    limit_remedy=limit_remedy, report=report)
-            else:
-                best = minimize_with_restarts(
-                    evaluate, kernel.theta, kernel.bounds, self.optimizer,
-                    self.n_restarts_optimizer, rng, report, limit_remedy=limit_remedy)
-            if not math.isfinite(best.value):
-                return kernel.theta, 0, best.interrupt
-            kernel.theta = best.theta
-            kernel._check_bounds_params()
-            return kernel.theta, best.n_iterations, best.interrupt
-
-        # Alg. 2.1 lines 2-3: the factor and alpha at the chosen theta, computed
-        # in the workspace the optimiser used; that buffer becomes L_.
-        iterative = solver == "iterative"
-        fitted = fit_objective(
-            objective, optimize,
-            needed_bytes=(self._iterative_bytes(n_samples, n_features, n_targets_seen)
-                          if iterative else dense_bytes),
-            operation="Fitting GaussianProcessRegressor",
-            remedies=(["fit on fewer samples (a random subset, or average "
-                       "neighbouring points)"]
-                      + ([] if iterative or not covariance.is_fast else
-                         [self._iterative_remedy(n_samples, n_features, n_targets_seen)])
-                      + ["use a machine with more memory"]
-                      + ([] if covariance.is_fast else
-                         ["use a kernel on fastgp's fast path, whose gradient needs "
-                          "no (N, N, n_hyperparameters) tensor"])),
-            messages=self._factor_messages(kernel, y_train),
-            final=final_model if iterative else None,
-            optimize_in_workers=in_workers)
-        if iterative:
-            self._warn_unconverged(objective.n_unconverged, objective.worst_residual,
-                                   f"{objective.n_unconverged} of the fit's "
-                                   f"{objective.n_solves} solves")
-        return {
-            "solver_": solver,
-            "_probe_seed": probe_seed,
-            "_kernel_system": objective.kept_system if iterative else None,
-            "kernel_": kernel,
-            "_rng": rng,
-            "_y_train_mean": y_mean,
-            "_y_train_std": y_std,
-            "X_train_": X_train,
-            "y_train_": y_train,
-            "n_iter_": fitted.n_iterations,
-            "n_evaluations_": fitted.n_evaluations,
-            "L_": fitted.L,
-            "alpha_": fitted.A.reshape(y_train.shape),
-            "jitter_": fitted.jitter,
-            "log_marginal_likelihood_value_": -fitted.value,
-        }, fitted
+        return Problem(n_samples=count_samples(X_train), n_features=n_features,
+                       n_targets=n_targets, n_theta=kernel.n_dims, fast=covariance.is_fast)
 
     # ------------------------------------------------------------- solvers
-    def _solver_options(self):
-        return SolverOptions(cg_tol=float(self.cg_tol), max_cg_iter=int(self.max_cg_iter),
-                             n_probes=int(self.n_probes),
-                             preconditioner_rank=int(self.preconditioner_rank))
+    def _solver(self):
+        """The fitted solver, built again from the parameters (it holds no
+        fitted state: that is the estimator's)."""
+        return make_solver(self.solver_, self.get_params(deep=False))
 
-    def _iterative_bytes(self, n_samples, n_features, n_targets):
-        return iterative_fit_bytes(n_samples, n_features, n_targets, self.n_probes,
-                                   self.preconditioner_rank)
-
-    def _iterative_remedy(self, n_samples, n_features, n_targets):
-        needed = self._iterative_bytes(n_samples, n_features, n_targets)
-        return ('use solver="iterative" (matrix-free conjugate gradients, about '
-                f"{format_bytes(needed)} here)")
-
-    def _warn_unconverged(self, n_unconverged, worst_residual, where):
-        if n_unconverged:
-            warn_user(
-                f"Conjugate gradients stopped short of cg_tol={self.cg_tol:g} after "
-                f"max_cg_iter={self.max_cg_iter} iterations in {where}: the largest "
-                f"relative residual reached was {worst_residual:.3g}. Increase "
-                "max_cg_iter or preconditioner_rank, or loosen cg_tol.",
-                ConvergenceWarning)
-
-    def _is_iterative(self):
-        return getattr(self, "solver_", "cholesky") == "iterative"
+    def _fitted(self):
+        """The fitted model as the solver's prediction reads it."""
+        return Fitted(kernel=self.kernel_, X=self.X_train_,
+                      Y=self.y_train_.reshape(len(self.y_train_), -1),
+                      diag_add=self._diag_add(len(self.y_train_)),
+                      A=self.alpha_.reshape(len(self.alpha_), -1), L=self.L_,
+                      seed=self._solver_seed, cache=self._solver_cache)
 
     @staticmethod
     def _factor_messages(kernel, y_train):
@@ -519,31 +458,15 @@ class GaussianProcessRegressor(_SklearnGPR):
             return result
 
         X = self._validate_X(X, reset=False)
-        covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
-        theta = self.kernel_.theta
-        A = self.alpha_.reshape(len(self.alpha_), -1)
+        solver, fitted = self._solver(), self._fitted()
         if return_cov:
-            self._check_predict_memory(X, n_train=len(self.alpha_))
-            with threads_for(len(A)) as threads:
-                if self._is_iterative():
-                    mean, cov, residual = threads.evaluate(
-                        predict_mean_cov_iterative, self._system(), A, X)
-                    self._warn_prediction_residual(residual)
-                else:
-                    mean, cov = threads.evaluate(predict_mean_cov, covariance, theta,
-                                                 self.L_, A, X)
+            self._check_predict_memory(X, n_train=len(self.alpha_), solver=solver)
+            mean, cov = solver.predict(fitted, X, "cov")
             y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             if y_cov.shape[2] == 1:
                 y_cov = np.squeeze(y_cov, axis=2)
             return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
-        with threads_for(len(A)) as threads:
-            if self._is_iterative():
-                mean, var, residual = threads.evaluate(
-                    predict_mean_var_iterative, self._system(), A, X, want_var=return_std)
-                self._warn_prediction_residual(residual)
-            else:
-                mean, var = threads.evaluate(predict_mean_var, covariance, theta, self.L_,
-                                             A, X, want_var=return_std)
+        mean, var = solver.predict(fitted, X, "var" if return_std else "mean")
         if not return_std:
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
@@ -558,37 +481,17 @@ class GaussianProcessRegressor(_SklearnGPR):
             y_std = np.squeeze(y_std, axis=1)
         return self._checked(self._unnormalize_mean(mean), y_std, "standard deviation")
 
-    def _system(self):
-        """The fitted K~ and its preconditioner (iterative solver); rebuilt
-        after ``kernel_`` or ``alpha`` changed, or after unpickling."""
-        theta = self.kernel_.theta
-        system = getattr(self, "_kernel_system", None)
-        diag_add = self._diag_add(len(self.y_train_))
-        if (system is None or not np.array_equal(system.theta, theta)
-                or not np.array_equal(system.diag_add, diag_add)
-                or system.options != self._solver_options()):
-            covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
-            system = KernelSystem(covariance, theta, diag_add, self._solver_options())
-            self._kernel_system = system
-        return system
-
-    def _warn_prediction_residual(self, residual):
-        tol = prediction_tol(self.cg_tol)
-        if residual > tol:
-            self._warn_unconverged(
-                1, residual, f"the prediction's solve (which runs to "
-                f"{PREDICTION_TOL_FACTOR:g} x cg_tol = {tol:g})")
-
     def _n_targets(self):
         if hasattr(self, "alpha_"):
             return self.alpha_.shape[1] if self.alpha_.ndim > 1 else 1
         return 1 if self.n_targets is None else self.n_targets
 
-    def _check_predict_memory(self, X, n_train, n_draws=None):
+    def _check_predict_memory(self, X, n_train, n_draws=None, solver=None):
         """The joint covariance over m query points costs O(m^2): check it
         before it is allocated (sample_y adds NumPy's SVD of it). The message
         names the query points (not the training samples) and only remedies
-        the calling method has."""
+        the calling method has. ``solver`` (fitted models) gives the
+        estimate of its own joint prediction."""
         m = count_samples(X)
         if m is None:
             return  # not array-like: validation below says so
@@ -599,7 +502,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         fewer = ("ask for fewer query points at once (the joint covariance of m "
                  "query points is m x m)")
         if n_draws is None:
-            needed = predict_cov_bytes(n_train, m, t)
+            needed = (predict_cov_bytes(n_train, m, t) if solver is None
+                      else solver.predict_cov_bytes(n_train, m, t))
             operation = "predict(return_cov=True)"
             remedies = [fewer,
                         "use predict(X, return_std=True) instead if the marginal "
@@ -691,37 +595,16 @@ class GaussianProcessRegressor(_SklearnGPR):
             return self.log_marginal_likelihood_value_
         kernel, theta, covariance = request
         n_samples = len(self.y_train_)
-        if self._is_iterative():
-            return self._log_marginal_likelihood_iterative(covariance, theta,
-                                                           eval_gradient)
-        check_evaluation_memory(
-            log_marginal_likelihood_bytes(n_samples, self._n_targets(), kernel.n_dims,
-                                          eval_gradient, fast=covariance.is_fast),
-            n_samples)
-        objective = NegLogMarginalLikelihood(covariance, self.y_train_,
-                                             self._diag_add(len(self.y_train_)),
-                                             Workspace(len(self.y_train_)))
-        with threads_for(n_samples) as threads:
-            if eval_gradient:
-                value, grad = threads.evaluate(objective, theta)
-                return -value, -grad
-            return -threads.evaluate(objective.value, theta)
-
-    def _log_marginal_likelihood_iterative(self, covariance, theta, eval_gradient):
-        """log_marginal_likelihood on the matrix-free path, with the fit's
-        probes: the function the optimiser saw."""
-        n_samples = len(self.y_train_)
-        n_features = self.X_train_.shape[1]
-        check_evaluation_memory(
-            self._iterative_bytes(n_samples, n_features, self._n_targets()), n_samples)
-        objective = IterativeNegLogMarginalLikelihood(
-            covariance, self.y_train_, self._diag_add(n_samples), self._solver_options(),
-            self._probe_seed, verbose=self.verbose)
-        with threads_for(n_samples) as threads:
-            if eval_gradient:
-                value, grad = threads.evaluate(objective, theta)
-            else:
-                value, grad = threads.evaluate(objective.value, theta), None
-        self._warn_unconverged(objective.n_unconverged, objective.worst_residual,
-                               "log_marginal_likelihood(theta)")
+        solver = self._solver()
+        problem = self._problem(covariance, kernel, self.X_train_, self._n_targets())
+        check_evaluation_memory(solver.evaluation_bytes(problem, eval_gradient), n_samples)
+        # the fit's own draws, if the solver has any: the function the
+        # optimiser saw
+        objective = solver.objective(covariance, self.y_train_, self._diag_add(n_samples),
+                                     self._solver_seed, verbose=self.verbose)
+        if eval_gradient:
+            value, grad = on_idle_cores(n_samples, objective, theta)
+        else:
+            value, grad = on_idle_cores(n_samples, objective.value, theta), None
+        solver.after_evaluation(objective)
         return -value if grad is None else (-value, -grad)

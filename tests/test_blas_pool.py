@@ -15,7 +15,7 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 
 from fastgp._linalg.blas_pool import RELEASE_ENV, release_blas_workers
 from fastgp._backend.covariance import make_covariance
-from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
 _CHILD = textwrap.dedent("""

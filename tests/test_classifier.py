@@ -20,7 +20,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp import GaussianProcessClassifier
 from fastgp._backend.covariance import make_covariance
 from fastgp.exceptions import SlowKernelWarning
-from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.laplace import (
     LaplaceObjective,
     fill_B_from_upper,
@@ -135,7 +135,7 @@ def test_classifier_predictions_equal_sklearns(name):
 
 
 def test_classifier_predictions_in_chunks_equal_one_block(monkeypatch):
-    import fastgp._solvers.cholesky.predict as predictive
+    import fastgp._solvers.chunks as predictive
 
     X, y = _binary_data()
     gpc = GaussianProcessClassifier(KERNELS["C*RBF-ard"](), optimizer=None).fit(X, y)

@@ -1,4 +1,4 @@
-"""The fit core (fastgp._fit.session): a fit that raises leaves a fitted estimator
+"""The fit core (fastgp._fit.session.FitSession): a fit that raises leaves a fitted estimator
 exactly as it was, for every estimator; the final factor is the workspace's
 buffer with a zero upper triangle; warnings point at the user's line."""
 
@@ -12,7 +12,10 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import fastgp.memory as memory
 from fastgp import GPLVM, GaussianProcessRegressor
-from fastgp._fit.session import FactorMessages, IterationReport, Workspace, final_factor
+from fastgp._fit.report import IterationReport
+from fastgp._solvers.base import FactorMessages
+from fastgp._solvers.cholesky.final import final_factor
+from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
 from fastgp.exceptions import JitterWarning, NotPositiveDefiniteError
 from fastgp.memory import MemoryReading
@@ -152,8 +155,9 @@ def test_fitting_final_factor_is_the_workspace_buffer_lower_triangular():
     buffer[...] = 7.0  # stale upper triangle
     messages = FactorMessages(lambda: "nan", lambda j: "pd", lambda j: "jitter",
                               lambda: "overflow")
-    L, A, value, jitter = final_factor(objective, kernel.theta, messages)
-    assert L is buffer and jitter == 0.0
+    kept = final_factor(objective, kernel.theta, messages)
+    L, A = kept.L, kept.A
+    assert L is buffer and kept.jitter == 0.0
     assert workspace._buffer is None  # released: L_ now owns it
     np.testing.assert_array_equal(L, np.tril(L))
     K = kernel(X)

@@ -17,7 +17,7 @@ from sklearn.model_selection import train_test_split
 
 from fastgp import GPLVM
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
-from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.workspace import Workspace
 
 
 @pytest.fixture(autouse=True)

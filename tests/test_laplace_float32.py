@@ -14,7 +14,7 @@ import fastgp._linalg.blocked as blocked_lapack
 import fastgp._solvers.cholesky.laplace as laplace
 from fastgp import GaussianProcessClassifier
 from fastgp._backend.covariance import make_covariance
-from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.laplace import LaplaceObjective
 from fastgp._linalg.lapack import (
     NotPositiveDefiniteError,

@@ -1,11 +1,16 @@
-"""The engine's layers hold: the jitted passes are reached only through the
-backend (fastgp/covariance.py; fastgp/lowering.py reads the opcodes it lowers
-to; fastgp/precompile.py walks the engine to compile every routine), the
-thread settings of a fit (fastgp._engine.threads) only by the fit
-core, the estimators and the joblib tasks that run a fit's work in workers
-(restarts, the matrix-free products), LAPACK only through fastgp/linalg.py, and numba only
-inside fastgp/_engine. LAPACK and BLAS are reached only through
-fastgp/linalg.py (and its blocked routines for large N, fastgp/blocked_lapack.py)."""
+"""The package's folders are its layers, and imports run one way
+(docs/design.md, "The package"):
+
+- numba only inside fastgp/_engine; the engine only from the backend
+  (fastgp/_backend) and fastgp/precompile.py, except its thread governor
+  (fastgp._engine.threads), which the fit core, the solvers and the workers
+  of parallel restarts use;
+- LAPACK and BLAS only inside fastgp/_linalg;
+- the estimators never import the engine or LAPACK;
+- no solver folder imports another (fastgp/_solvers/<name>/);
+- each layer imports only the layers below it;
+- scikit-learn's private names only through fastgp/_validation.py.
+"""
 
 import ast
 import pathlib
@@ -13,23 +18,70 @@ import pathlib
 import pytest
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "fastgp"
-MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "_engine" not in p.parts)
+MODULES = sorted(PACKAGE.rglob("*.py"))
+ESTIMATORS = {"regressor.py", "classifier.py", "gplvm.py"}
+SOLVER_FOLDERS = sorted(p.name for p in (PACKAGE / "_solvers").iterdir()
+                        if p.is_dir() and (p / "__init__.py").exists())
 
-#: module -> the only files outside fastgp/_engine allowed to import it; a
-#: name is judged by the most specific door it lies behind
+#: imported module -> the places (paths relative to fastgp/, a folder ends
+#: in "/") allowed to import it; a name is judged by the most specific door
+#: it lies behind.
 DOORS = {
-    "fastgp._engine": {"covariance.py", "lowering.py", "precompile.py"},
-    "fastgp._engine.threads": {"session.py", "regressor.py", "gplvm.py", "workers.py",
-                               "distributed.py"},
-    # parallel_region for the backend; NumbaCacheWarning for the package namespace
-    "fastgp._engine.config": {"covariance.py", "__init__.py", "precompile.py"},
-    "scipy.linalg.lapack": {"lapack.py"},
-    # the blocked factor and inverse that lapack.py takes for large N
-    "scipy.linalg.cython_blas": {"blocked.py"},
-    "scipy.linalg.cython_lapack": {"blocked.py"},
-    "fastgp._linalg.blocked": {"lapack.py"},
-    "numba": set(),
+    "numba": {"_engine/"},
+    "fastgp._engine": {"_engine/", "_backend/", "precompile.py"},
+    "fastgp._engine.threads": {"_engine/", "_fit/", "_solvers/", "_optimize/workers.py"},
+    "scipy.linalg.lapack": {"_linalg/"},
+    "scipy.linalg.blas": {"_linalg/"},
+    "scipy.linalg.cython_blas": {"_linalg/"},
+    "scipy.linalg.cython_lapack": {"_linalg/"},
+    "fastgp._linalg.blocked": {"_linalg/lapack.py"},
 }
+
+#: folder -> the fastgp modules (prefixes) it may import: the layers below.
+BELOW = {
+    "_engine/": {"fastgp._engine", "fastgp.exceptions"},
+    "_linalg/": {"fastgp._linalg", "fastgp.exceptions"},
+    "memory/": {"fastgp.memory", "fastgp.exceptions", "fastgp._user_warnings"},
+    "_backend/": {"fastgp._backend", "fastgp._engine", "fastgp.exceptions",
+                  "fastgp._user_warnings", "fastgp.kernels"},
+    "_solvers/": {"fastgp._solvers", "fastgp._backend", "fastgp._linalg", "fastgp._engine",
+                  "fastgp.memory", "fastgp.exceptions", "fastgp._user_warnings",
+                  "fastgp._validation"},
+    "_optimize/": {"fastgp._optimize", "fastgp._engine.threads", "fastgp.memory",
+                   "fastgp.exceptions", "fastgp._user_warnings"},
+    "_fit/": {"fastgp._fit", "fastgp._optimize", "fastgp._solvers", "fastgp._backend",
+              "fastgp._engine.threads", "fastgp.memory", "fastgp.exceptions",
+              "fastgp._user_warnings", "fastgp._validation"},
+}
+
+
+def _relative(path):
+    return path.relative_to(PACKAGE).as_posix()
+
+
+def _allowed(place, path):
+    rel = _relative(path)
+    return any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in place)
+
+
+def _imported_names(path):
+    """Fully qualified names of every module (and from-imported name) that
+    ``path`` imports, relative imports resolved against its package."""
+    names = set()
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = parts[:-node.level]
+                base = ".".join(package + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            if node.module:  # `from . import x` imports x, not the package
+                names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
 
 
 def _door_of(name):
@@ -37,38 +89,67 @@ def _door_of(name):
     return max(behind, key=len) if behind else None
 
 
-def _imported_names(path):
-    """Fully qualified names of every module (and from-imported name) that
-    ``path`` imports, relative imports resolved against the fastgp package."""
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                package = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-                package = package[:-node.level]
-                base = ".".join(package + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            base = base.rstrip(".")
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
+def _under(name, prefix):
+    return name == prefix or name.startswith(prefix + ".")
 
 
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MODULES, ids=_relative)
 def test_layers_engine_and_lapack_only_through_their_doors(path):
     for name in sorted(_imported_names(path)):
         door = _door_of(name)
         if door is not None:
-            allowed = DOORS[door]
-            assert path.name in allowed, (
-                f"{path.name} imports {name}; only {sorted(allowed) or 'fastgp._engine'} may")
+            assert _allowed(DOORS[door], path), (
+                f"{_relative(path)} imports {name}; only {sorted(DOORS[door])} may")
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p.name in ESTIMATORS and
+                                  p.parent == PACKAGE], ids=_relative)
+def test_layers_estimators_never_import_the_engine_or_lapack(path):
+    for name in _imported_names(path):
+        assert not _under(name, "fastgp._engine"), f"{path.name} imports {name}"
+        assert not _under(name, "fastgp._linalg"), f"{path.name} imports {name}"
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if "_solvers" in p.parts
+                                  and len(p.relative_to(PACKAGE / "_solvers").parts) > 1],
+                         ids=_relative)
+def test_layers_no_solver_folder_imports_another(path):
+    own = path.relative_to(PACKAGE / "_solvers").parts[0]
+    for name in _imported_names(path):
+        for other in SOLVER_FOLDERS:
+            if other != own:
+                assert not _under(name, f"fastgp._solvers.{other}"), (
+                    f"{_relative(path)} imports {name}: solver folders stay apart")
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if any(
+    _relative(p).startswith(folder) for folder in BELOW)], ids=_relative)
+def test_layers_import_only_the_layers_below(path):
+    folder = next(f for f in BELOW if _relative(path).startswith(f))
+    for name in _imported_names(path):
+        if _under(name, "fastgp"):
+            assert any(_under(name, allowed) for allowed in BELOW[folder]), (
+                f"{_relative(path)} imports {name}; {folder} may import only "
+                f"{sorted(BELOW[folder])}")
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_relative)
+def test_layers_scikit_learns_private_names_only_through_validation(path):
+    if _relative(path) == "_validation.py":
+        return
+    for name in _imported_names(path):
+        if _under(name, "sklearn"):
+            private = [part for part in name.split(".")[1:] if part.startswith("_")]
+            assert not private, (
+                f"{_relative(path)} imports {name}: scikit-learn's private names go "
+                "through fastgp/_validation.py")
 
 
 def test_layers_modules_exist():
-    # the scan above must see the package, not an empty directory
-    names = {p.name for p in MODULES}
-    assert {"covariance.py", "lapack.py", "session.py", "minimize.py", "regressor.py",
-            "gplvm.py", "objective.py", "latent.py"} <= names
+    # the scans above must see the package, not an empty directory
+    names = {_relative(p) for p in MODULES}
+    assert {"_backend/covariance.py", "_linalg/lapack.py", "_fit/session.py",
+            "_optimize/minimize.py", "regressor.py", "gplvm.py",
+            "_solvers/cholesky/objective.py", "_solvers/iterative/objective.py",
+            "_solvers/base.py"} <= names
+    assert {"cholesky", "iterative"} <= set(SOLVER_FOLDERS)

@@ -13,7 +13,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 from sklearn.gaussian_process.kernels import RBF, Matern, RationalQuadratic, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-import fastgp._solvers.cholesky.predict
+import fastgp._solvers.chunks
 from conftest import ALPHA, KERNELS, kernel_params, make_problem, random_theta
 from fastgp import GaussianProcessRegressor
 from fastgp._backend.covariance import FastCovariance
@@ -94,7 +94,7 @@ def test_predict_many_points_in_several_chunks_matches_sklearn(n_targets, rng,
     theirs = _sklearn_at(ours, X, y)
     X_query = rng.uniform(-2.5, 2.5, size=(230, 2))
     # 7 query rows per chunk: 33 chunks, the last one short
-    monkeypatch.setattr(fastgp._solvers.cholesky.predict, "CHUNK_BYTES", 8 * 40 * 7)
+    monkeypatch.setattr(fastgp._solvers.chunks, "CHUNK_BYTES", 8 * 40 * 7)
     calls = []
     cross = FastCovariance.cross
 

@@ -17,7 +17,7 @@ import fastgp.memory as memory
 from fastgp import GaussianProcessRegressor
 from fastgp.memory import MemoryReading, skip_memory_check
 from fastgp.exceptions import InsufficientMemoryError
-from fastgp._fit.session import Workspace
+from fastgp._solvers.cholesky.workspace import Workspace
 
 #: A request for N = 200,000 (320 GB for the buffer alone).
 N_HUGE = 200_000

@@ -34,7 +34,7 @@ def _fake_proc(tmp_path, runnable, own_states, name="proc"):
 @pytest.fixture
 def all_cores(monkeypatch):
     """A machine whose affinity mask is all of it, with 4 cores."""
-    monkeypatch.setattr(threads, "_usable_cpus", lambda: 4)
+    monkeypatch.setattr(threads, "usable_cpus", lambda: 4)
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
 
 
@@ -60,7 +60,7 @@ def test_threads_own_spinning_threads_are_not_load(tmp_path, all_cores):
 
 
 def test_threads_affinity_mask_gets_its_share_of_the_load(tmp_path, monkeypatch):
-    monkeypatch.setattr(threads, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads, "usable_cpus", lambda: 2)
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
     loadavg, tasks = _fake_proc(tmp_path, 5, ["R"])  # 4 others over 8 cores
     assert threads.idle_cores(loadavg, tasks) == 1

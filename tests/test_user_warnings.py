@@ -14,7 +14,7 @@ from sklearn.gaussian_process.kernels import RBF, PairwiseKernel, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import fastgp._solvers.cholesky.objective as objective_module
-import fastgp.regressor as regressor_module
+import fastgp._solvers.cholesky as cholesky_solver
 from fastgp import GPLVM, GaussianProcessRegressor
 from fastgp.exceptions import SlowKernelWarning
 from fastgp.exceptions import JitterWarning
@@ -141,14 +141,14 @@ def test_user_warnings_interrupt_in_a_restart_points_here(monkeypatch):
 def test_user_warnings_negative_variance_points_here(monkeypatch):
     X, y = _data()
     gpr = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y)
-    original = regressor_module.predict_mean_var
+    original = cholesky_solver.predict_mean_var
 
     def negative(*args, **kwargs):
         mean, var = original(*args, **kwargs)
         var[0] = -1e-12
         return mean, var
 
-    monkeypatch.setattr(regressor_module, "predict_mean_var", negative)
+    monkeypatch.setattr(cholesky_solver, "predict_mean_var", negative)
     found = _caught(UserWarning, lambda: gpr.predict(X[:3], return_std=True))
     assert "smaller than 0" in str(found[0].message)
     _assert_here(found)

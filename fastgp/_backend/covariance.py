@@ -54,8 +54,8 @@ from .._user_warnings import warn_user
 from ..exceptions import SlowKernelWarning
 from .lowering import fast_path_summary, lower_kernel
 
-__all__ = ["make_covariance", "FastCovariance", "LatentCovariance",
-           "KernelObjectCovariance", "SlowKernelWarning", "input_derivative_support",
+__all__ = ["make_covariance", "warn_slow_kernel", "FastCovariance", "LatentCovariance",
+           "KernelObjectCovariance", "has_non_stationary_leaf",
            "latent_blocks"]
 
 #: Largest number of column blocks of the latent gradient pass (each block
@@ -79,15 +79,21 @@ def make_covariance(kernel, X, warn=True):
         if program is not None:
             return FastCovariance(kernel, program, X)
     if warn:
-        warn_user(
-            f"{kernel!r} is not on fastgp's fast path; fastgp calls the kernel "
-            "object itself, which costs scikit-learn's memory for the gradient: "
-            "an (n_samples, n_samples, n_hyperparameters) tensor plus two "
-            "n_samples x n_samples matrices beside the workspace. The fast path "
-            f"covers {fast_path_summary()}; see docs/adding_a_kernel.md.",
-            SlowKernelWarning,
-        )
+        warn_slow_kernel(kernel)
     return KernelObjectCovariance(kernel, X)
+
+
+def warn_slow_kernel(kernel):
+    """The :class:`~fastgp.exceptions.SlowKernelWarning` for ``kernel``, which
+    is not on the fast path: what it costs and what the fast path covers."""
+    warn_user(
+        f"{kernel!r} is not on fastgp's fast path; fastgp calls the kernel "
+        "object itself, which costs scikit-learn's memory for the gradient: "
+        "an (n_samples, n_samples, n_hyperparameters) tensor plus two "
+        "n_samples x n_samples matrices beside the workspace. The fast path "
+        f"covers {fast_path_summary()}; see docs/adding_a_kernel.md.",
+        SlowKernelWarning,
+    )
 
 
 def kernel_input(X):
@@ -321,24 +327,12 @@ def _finish_matmat(KV, V, diag_add):
     return KV[:, 0] if np.ndim(V) == 1 else KV
 
 
-def input_derivative_support(program):
-    """Which of ``program``'s leaves lack input derivatives, and whether any
-    is non-stationary.
-
-    Returns
-    -------
-    unsupported : list of int
-        Sorted opcodes of leaves that :mod:`fastgp._engine.latent_passes`
-        cannot differentiate with respect to the inputs (empty if none).
-    has_non_stationary : bool
-        Whether some leaf has dk/dx' != -dk/dx (the dot product), so that
-        the latent passes need the second input derivative too.
-    """
+def has_non_stationary_leaf(program):
+    """Whether some leaf of ``program`` has dk/dx' != -dk/dx (the dot
+    product), so that the latent passes need the second input derivative."""
     codes = program.ops[:, op.COL_CODE]
-    leaves = [int(c) for c in codes if c not in _OPERATORS]
-    unsupported = sorted(set(leaves) - set(latent_jitted.SUPPORTED_LEAVES))
-    has_non_stationary = any(c in latent_jitted.NON_STATIONARY_LEAVES for c in leaves)
-    return unsupported, has_non_stationary
+    return any(int(c) in latent_jitted.NON_STATIONARY_LEAVES for c in codes
+               if c not in _OPERATORS)
 
 
 def latent_blocks(n, n_dims):
@@ -369,8 +363,8 @@ class LatentCovariance(FastCovariance):
     ----------
     kernel : sklearn kernel
     program : KernelProgram
-        ``kernel`` lowered for ``X.shape[1]`` inputs, every leaf with input
-        derivatives (:func:`input_derivative_support`; checked here).
+        ``kernel`` lowered for ``X.shape[1]`` inputs (every leaf has input
+        derivatives).
     X : ndarray of shape (n_samples, n_components)
         Kept by reference where it is float64, F-contiguous and writeable (an
         optimiser that moves the latent points writes into this array and the
@@ -390,9 +384,7 @@ class LatentCovariance(FastCovariance):
 
     def __init__(self, kernel, program, X):
         super().__init__(kernel, program, X)
-        unsupported, self.want_d2 = input_derivative_support(program)
-        if unsupported:
-            raise ValueError(f"opcode(s) {unsupported} have no input derivative")
+        self.want_d2 = has_non_stationary_leaf(program)
         n, n_dims = self.X.shape
         self.bounds_latent = latent_blocks(n, n_dims)
         n_blocks = self.bounds_latent.size - 1

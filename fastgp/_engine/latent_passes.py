@@ -37,8 +37,6 @@ from . import opcodes as op
 from .config import jit, parallel_jit, prange
 from .interpreter import D_THETA, D_X1, D_X2, TILE, allocate_scratch, call_eval_tile
 
-#: Leaf opcodes with input derivatives: all of them (.leaves).
-SUPPORTED_LEAVES = op.LEAVES
 #: Leaf opcodes with k(x, x') != k(x - x'), for which d/dx' != -d/dx.
 NON_STATIONARY_LEAVES = op.NON_STATIONARY_LEAVES
 

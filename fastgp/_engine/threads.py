@@ -51,7 +51,7 @@ import numba
 
 from .config import start_numba_threads
 
-__all__ = ["SERIAL_BELOW", "ADAPTIVE_ENV", "idle_cores", "Governor", "threads_for"]
+__all__ = ["SERIAL_BELOW", "ADAPTIVE_ENV", "usable_cpus", "idle_cores", "Governor", "threads_for"]
 
 #: Problems with fewer samples than this run on one thread.
 SERIAL_BELOW = 256
@@ -72,7 +72,7 @@ CONFIRM_STEP_S = 0.0005
 
 
 # ------------------------------------------------------------ idle cores
-def _usable_cpus():
+def usable_cpus():
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
@@ -124,7 +124,7 @@ def idle_cores(loadavg="/proc/loadavg", task_dir="/proc/self/task"):
     cores. At least 1; every usable core where nothing can be read (not
     Linux).
     """
-    cpus = _usable_cpus()
+    cpus = usable_cpus()
     runnable = _runnable_tasks(loadavg)
     if runnable is None:
         return cpus

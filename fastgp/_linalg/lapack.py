@@ -20,13 +20,14 @@ OpenBLAS's threaded dsyrk"). Results agree to rounding.
 import math
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 from ..exceptions import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
 from . import blocked as blocked_lapack
 
 __all__ = [
     "cholesky_with_jitter",
+    "zero_strict_upper",
     "rank_tolerance",
     "exact_sum",
     "cholesky_in_place",
@@ -34,6 +35,7 @@ __all__ = [
     "cho_solve_in_place",
     "cho_inverse_in_place",
     "solve_lower_in_place",
+    "solve_right_lower_transposed",
     "log_det_from_factor",
     "BLOCKED_MIN_N",
     "float32_lower_view",
@@ -74,7 +76,7 @@ def _takes_blocked_path(B):
     return B.ndim == 2 and B.shape[0] >= BLOCKED_MIN_N
 
 
-def _zero_strict_upper(B, block=256):
+def zero_strict_upper(B, block=256):
     """Zero the strict upper triangle of square ``B`` in column blocks (no
     N x N temporary)."""
     n = B.shape[0]
@@ -100,7 +102,7 @@ def cholesky_in_place(B, clean=False):
         if info > 0:
             raise NotPositiveDefiniteError(info, B.shape[0])
         if clean:
-            _zero_strict_upper(B)
+            zero_strict_upper(B)
         return B
     L, info = lapack.dpotrf(B, lower=1, clean=1 if clean else 0, overwrite_a=1)
     _check_same(L, B, "dpotrf")
@@ -157,6 +159,13 @@ def solve_lower_in_place(L, B):
     if info != 0:
         raise np.linalg.LinAlgError(f"dtrtrs failed with info={info}")
     return B
+
+
+def solve_right_lower_transposed(L, B):
+    """B L^-T (BLAS dtrsm from the right) for B (m, n) float64 and the lower
+    triangle of L (n, n): written over B where B is F-contiguous (a copy
+    otherwise, as SciPy's wrapper makes); returns the result."""
+    return blas.dtrsm(1.0, L, B, side=1, lower=1, trans_a=1, overwrite_b=1)
 
 
 def log_det_from_factor(L):

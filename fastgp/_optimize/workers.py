@@ -16,9 +16,10 @@ no scheduler and opens no socket of its own.
   on the BLAS thread count (docs/reliability.md, "Python threads and BLAS"),
   so a parallel fit gives a sequential fit's bits where both run BLAS on the
   same number of threads (always below 256 samples, which run serial).
-- **Its own workspace per run.** A worker copies the objective with a fresh,
-  unallocated :class:`~fastgp._fit.session.Workspace`, so runs that share a process
-  (the threading backend) never share a buffer.
+- **Its own workspace per run.** A worker runs a copy of the objective
+  (``objective.for_worker()``: on the Cholesky path a fresh, unallocated
+  :class:`~fastgp._solvers.cholesky.workspace.Workspace`), so runs that share
+  a process (the threading backend) never share a buffer.
 - **Every buffer that runs at once is reserved.** Each run reserves its
   fit's estimate in the ledger of the machine it runs on
   (:func:`fastgp.memory.ledger.reserve`) for as long as its workspace exists,
@@ -33,13 +34,9 @@ A ``KeyboardInterrupt`` during parallel restarts stops the fit with the
 estimator left as it was (the sequential path keeps the best point so far).
 """
 
-import copy
-import os
-
 import joblib
 
-from .._engine.threads import threads_for
-from .._fit.session import Workspace
+from .._engine.threads import threads_for, usable_cpus
 from ..memory.ledger import reserve
 from .minimize import best_run, minimize_theta, restart_starts
 
@@ -53,31 +50,23 @@ def runs_in_workers(n_jobs, n_restarts):
     return n_restarts > 0 and joblib.effective_n_jobs(n_jobs) > 1
 
 
-def _usable_cpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
-
-
 def _run_from(objective, start, bounds, optimizer, limit_remedy, budget, n_at_once):
     """One optimiser run in a joblib worker (module docstring). Returns the
     :class:`~fastgp._optimize.minimize.OptimizationResult` and the run's number of
     objective evaluations."""
-    objective = copy.copy(objective)  # shares the read-only inputs
-    objective.workspace = Workspace(objective.n_samples)
-    objective.n_evaluations = 0
+    objective = objective.for_worker()  # shares the read-only inputs
     reservation = reserve(**budget)
     try:
         with reservation.covering(), threads_for(
                 objective.n_samples,
-                max_threads=max(1, _usable_cpus() // n_at_once)) as governor:
+                max_threads=max(1, usable_cpus() // n_at_once)) as governor:
             result = minimize_theta(lambda theta: governor.evaluate(objective, theta),
                                     start, bounds, optimizer, limit_remedy=limit_remedy)
+        n_evaluations = objective.n_evaluations
     finally:
-        objective.workspace.release()  # the buffer goes before the reservation
+        del objective  # its workspace goes before the reservation
         reservation.release()
-    return result, objective.n_evaluations
+    return result, n_evaluations
 
 
 def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n_jobs, *,
@@ -107,7 +96,7 @@ def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n
         One run's memory: ``needed`` (bytes, :func:`fastgp.memory.fit_bytes`),
         ``n_samples``, ``operation``, ``remedies``, the arguments of
         :func:`fastgp.memory.ledger.reserve` that each task calls on the
-        machine it runs on (:func:`fastgp._fit.session.fit_objective` hands it over).
+        machine it runs on (:meth:`fastgp._fit.session.FitSession.minimize` hands it over).
     limit_remedy : str or None
         As :func:`fastgp._optimize.minimize.minimize_theta`.
     report : IterationReport or None

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import erf, expit
 
+from ...exceptions import NotPositiveDefiniteError
 from ..._linalg.lapack import (
-    NotPositiveDefiniteError,
     cho_inverse_in_place,
     cho_solve_factor,
     cho_solve_float32,
@@ -55,7 +55,8 @@ from ..._linalg.lapack import (
     solve_lower_in_place,
     symmetric_matvec,
 )
-from .predict import chunk_rows
+from ..base import PointFailed, guarded_value, guarded_value_and_grad
+from ..chunks import query_chunks
 
 __all__ = ["LaplaceObjective", "LaplaceMode", "latent_moments",
            "positive_class_probability", "NEWTON_TOL",
@@ -214,7 +215,7 @@ class LaplaceObjective:
         (:mod:`fastgp._backend.covariance`).
     y : ndarray of shape (n_samples,)
         Labels in {0, 1}.
-    workspace : fastgp._fit.session.Workspace
+    workspace : fastgp._solvers.cholesky.workspace.Workspace
         The one N x N buffer; overwritten by every call.
     max_iter : int
         Newton iterations per evaluation (scikit-learn's ``max_iter_predict``).
@@ -407,31 +408,23 @@ class LaplaceObjective:
         """-log q(y|X, theta) alone (no gradient); inf where B is not
         positive definite or the value is not finite."""
         self.n_evaluations += 1
-        try:
-            mode = self.newton(np.asarray(theta, dtype=np.float64))
-        except NotPositiveDefiniteError:
-            return math.inf
-        return -mode.value if math.isfinite(mode.value) else math.inf
+        return guarded_value(lambda point: -self.newton(point).value,
+                             np.asarray(theta, dtype=np.float64))
 
     def __call__(self, theta):
         """(-log q, -d log q/d theta (n_theta,)); (inf, zeros) where B is not
         positive definite or anything is not finite."""
         self.n_evaluations += 1
-        theta = np.asarray(theta, dtype=np.float64)
-        failed = (math.inf, np.zeros(theta.shape))
-        try:
-            mode = self.newton(theta)
-            if not math.isfinite(mode.value):
-                return failed
-            grad = self._gradient(theta, mode)
-        except NotPositiveDefiniteError:
-            return failed
-        if not np.all(np.isfinite(grad)):
-            return failed
-        return -mode.value, -grad
+        return guarded_value_and_grad(self._value_and_grad, theta)
+
+    def _value_and_grad(self, theta):
+        mode = self.newton(theta)
+        if not math.isfinite(mode.value):
+            raise PointFailed  # before the gradient's dpotri
+        return -mode.value, -self._gradient(theta, mode)
 
     def factor_with_jitter(self, theta, max_relative_jitter=1e-6):
-        """The model a fit keeps (for :func:`fastgp._fit.session.final_factor`):
+        """The model a fit keeps (for :func:`fastgp._solvers.cholesky.final.final_factor`):
         Newton's mode at ``theta`` with each B factored by
         :func:`fastgp._linalg.lapack.cholesky_with_jitter` (jitter on B's diagonal
         where it is not numerically positive definite).
@@ -470,15 +463,12 @@ def latent_moments(covariance, theta, L, W_sr, g, X_query, want_var):
     m = len(X_query)
     mean = np.empty(m)
     var = np.empty(m)
-    step = chunk_rows(L.shape[0])
-    for start in range(0, m, step):
-        stop = min(m, start + step)
-        Kt = covariance.cross(theta, X_query[start:stop])  # (n, c) F-order
-        mean[start:stop] = Kt.T @ g
+    for chunk in query_chunks(m, L.shape[0]):
+        Kt = covariance.cross(theta, X_query[chunk])  # (n, c) F-order
+        mean[chunk] = Kt.T @ g
         Kt *= W_sr[:, None]
         V = solve_lower_in_place(L, Kt)
-        var[start:stop] = (covariance.diag(theta, X_query[start:stop])
-                           - np.einsum("ij,ij->j", V, V))
+        var[chunk] = covariance.diag(theta, X_query[chunk]) - np.einsum("ij,ij->j", V, V)
     return mean, var
 
 

@@ -44,10 +44,12 @@ import math
 
 import numpy as np
 
-from ..._backend.covariance import LatentCovariance, input_derivative_support
+from ..._backend.covariance import LatentCovariance
 from ..._linalg.lapack import cho_solve_in_place
 from ..._backend.lowering import fast_path_summary, lower_kernel
-from .objective import NegLogMarginalLikelihood, guarded_value, guarded_value_and_grad
+from ..base import guarded_value, guarded_value_and_grad
+from ..chunks import query_chunks
+from .objective import NegLogMarginalLikelihood, value_and_grad_in_buffer
 
 __all__ = [
     "lower_latent_kernel",
@@ -59,21 +61,18 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 def lower_latent_kernel(kernel, n_components):
-    """Lower ``kernel`` for Q = ``n_components`` latent dimensions and check
-    that every leaf has input derivatives
-    (:func:`fastgp._backend.covariance.input_derivative_support`).
+    """Lower ``kernel`` for Q = ``n_components`` latent dimensions (every leaf
+    of the fast path has input derivatives: fastgp._engine.leaves).
 
     Returns
     -------
     program : KernelProgram
-    has_non_stationary : bool
-        Whether some leaf has dk/dx' != -dk/dx (the dot product).
 
     Raises
     ------
     ValueError
-        If the kernel is not on fastgp's fast path, or one of its leaves has no
-        input derivative, or its length scales do not match ``n_components``.
+        If the kernel is not on fastgp's fast path, or its length scales do
+        not match ``n_components``.
     """
     program = lower_kernel(kernel, n_components)
     if program is None:
@@ -81,14 +80,7 @@ def lower_latent_kernel(kernel, n_components):
             f"GPLVM needs a kernel on fastgp's fast path, and {kernel!r} is not: "
             f"build it from {fast_path_summary()}."
         )
-    unsupported, has_non_stationary = input_derivative_support(program)
-    if unsupported:
-        raise ValueError(
-            f"GPLVM cannot differentiate {kernel!r} with respect to the latent "
-            f"points: opcode(s) {unsupported} have no input derivative in "
-            f"fastgp._engine.leaves. Use {fast_path_summary()}."
-        )
-    return program, has_non_stationary
+    return program
 
 
 class LatentNegLogMarginalLikelihood:
@@ -104,12 +96,8 @@ class LatentNegLogMarginalLikelihood:
         Latent dimension Q.
     diag_add : float or ndarray of shape (n_samples,)
         Added to K's diagonal (jitter).
-    workspace : fastgp._fit.session.Workspace
+    workspace : fastgp._solvers.cholesky.workspace.Workspace
         Holds the N x N buffer; overwritten by every call.
-    fused : bool, default=True
-        Reduce the hyperparameter and latent gradients in one pass over the
-        triangle (True) or in two (the regression pass, then the latent one);
-        the two give the same numbers, the option exists to measure them.
 
     Where K is not positive definite or a value is not finite the call
     returns ``(inf, zeros)``, which makes the line search back off.
@@ -121,17 +109,16 @@ class LatentNegLogMarginalLikelihood:
     n_evaluations : int
     """
 
-    def __init__(self, kernel, Y, n_components, diag_add, workspace, fused=True):
+    def __init__(self, kernel, Y, n_components, diag_add, workspace):
         Y = np.asarray(Y, dtype=np.float64)
         n = Y.shape[0]
         self.n_components = int(n_components)
-        self.program, _ = lower_latent_kernel(kernel, self.n_components)
+        self.program = lower_latent_kernel(kernel, self.n_components)
         self.X = np.zeros((n, self.n_components), order="F")  # covariance.kernel_input's layout
         self.covariance = LatentCovariance(kernel, self.program, self.X)
         if not np.shares_memory(self.covariance.X_T, self.X):  # it must read our buffer
             raise AssertionError("LatentCovariance copied the latent buffer")
         self.nlml = NegLogMarginalLikelihood(self.covariance, Y, diag_add, workspace)
-        self.fused = bool(fused)
         self.n_evaluations = 0
 
     @property
@@ -178,12 +165,14 @@ class LatentNegLogMarginalLikelihood:
     def value(self, z):
         """L(z) alone (no dpotri, no gradient pass); inf if K is not PD."""
         self.n_evaluations += 1
-        return guarded_value(self.factor, z)
+        return guarded_value(lambda point: self.factor(point)[2], z)
 
     def __call__(self, z):
         """(L(z), dL/dz (z.size,)); (inf, zeros) if K is not PD."""
         self.n_evaluations += 1
-        return guarded_value_and_grad(self.factor, self._packed_gradient, z)
+        return guarded_value_and_grad(
+            lambda point: value_and_grad_in_buffer(self.factor, self._packed_gradient,
+                                                   point), z)
 
     def _packed_gradient(self, z, Kinv_lower, A):
         grad_x, grad_theta = self.gradient(z[self.X.size:], Kinv_lower, A)
@@ -192,11 +181,8 @@ class LatentNegLogMarginalLikelihood:
     def gradient(self, theta, Kinv_lower, A):
         """(dL/dX (n_samples, n_components), dL/dtheta (n_theta,)) from K^-1's
         lower triangle (n, n) F-contiguous and A = K^-1 Y, at the latent
-        points in ``self.X``."""
-        trace_x, trace_theta = self.covariance.grad_latent(theta, Kinv_lower, A,
-                                                           with_theta=self.fused)
-        if trace_theta is None:
-            trace_theta = self.covariance.grad_trace(theta, Kinv_lower, A)
+        points in ``self.X``: both from one fused pass over the triangle."""
+        trace_x, trace_theta = self.covariance.grad_latent(theta, Kinv_lower, A)
         return 0.5 * trace_x, 0.5 * trace_theta
 
 
@@ -225,13 +211,14 @@ class PredictiveNegLogDensity:
     def __init__(self, kernel, X_train, L, A, Y_new, chunk_bytes=16 * 2**20):
         X_train = np.ascontiguousarray(X_train, dtype=np.float64)
         self.n_components = X_train.shape[1]
-        self.program, _ = lower_latent_kernel(kernel, self.n_components)
+        self.program = lower_latent_kernel(kernel, self.n_components)
         self.theta = np.asarray(kernel.theta, dtype=np.float64)
         self.covariance = LatentCovariance(kernel, self.program, X_train)
         self.L = L
         self.A = np.ascontiguousarray(A, dtype=np.float64)
         self.Y_new = np.ascontiguousarray(Y_new, dtype=np.float64)
-        self.chunk = max(1, int(chunk_bytes // (8 * max(X_train.shape[0], 1))))
+        self.n_train = X_train.shape[0]
+        self.chunk_bytes = int(chunk_bytes)
 
     def __call__(self, X_query, rows):
         """Values (m,) and gradients (m, Q) of the rows ``rows`` (m,) of Y_new
@@ -240,10 +227,9 @@ class PredictiveNegLogDensity:
         rows = np.asarray(rows)
         values = np.empty(len(rows))
         grads = np.empty(X_query.shape)
-        for start in range(0, len(rows), self.chunk):
-            stop = min(len(rows), start + self.chunk)
-            values[start:stop], grads[start:stop] = self._evaluate(
-                X_query[start:stop], self.Y_new[rows[start:stop]])
+        for chunk in query_chunks(len(rows), self.n_train, self.chunk_bytes):
+            values[chunk], grads[chunk] = self._evaluate(X_query[chunk],
+                                                         self.Y_new[rows[chunk]])
         return values, grads
 
     def _evaluate(self, Xq, Yq):

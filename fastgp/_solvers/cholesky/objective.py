@@ -10,12 +10,15 @@ One evaluation with gradient: fill K's lower triangle into the workspace,
 dpotrf in place (the factor L), A = K^-1 Y by dpotrs, log|K| from diag(L),
 dpotri in place (K^-1's lower triangle), then one fused pass that forms W entry
 by entry and reduces it against dK recomputed on the fly. The workspace
-(:class:`fastgp._fit.session.Workspace`) is allocated once and reused by every call.
+(:class:`~fastgp._solvers.cholesky.workspace.Workspace`) is allocated once and
+reused by every call.
 
-This module owns the regression objective's mathematics and the guarded
-evaluation (inf where K is not positive definite) that the GPLVM's objective
-shares; the covariance passes are the backend's (:mod:`fastgp._backend.covariance`)
-and the linear algebra :mod:`fastgp._linalg.lapack`'s.
+This module owns the regression objective's mathematics and the evaluation
+in the buffer that the GPLVM's objective shares
+(:func:`value_and_grad_in_buffer`); the guard that answers inf where K is not
+positive definite is every objective's (:mod:`fastgp._solvers.base`), the
+covariance passes are the backend's (:mod:`fastgp._backend.covariance`) and
+the linear algebra :mod:`fastgp._linalg.lapack`'s.
 """
 
 import math
@@ -24,7 +27,6 @@ import numpy as np
 
 from ..._linalg.blas_pool import release_blas_workers
 from ..._linalg.lapack import (
-    NotPositiveDefiniteError,
     cho_inverse_in_place,
     cho_solve_factor,
     cholesky_in_place,
@@ -32,43 +34,30 @@ from ..._linalg.lapack import (
     exact_sum,
     log_det_from_factor,
 )
-__all__ = ["NegLogMarginalLikelihood", "guarded_value", "guarded_value_and_grad"]
+from ..base import PointFailed, guarded_value, guarded_value_and_grad
+from .workspace import Workspace
+
+__all__ = ["NegLogMarginalLikelihood", "value_and_grad_in_buffer"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def guarded_value(factor, params):
-    """``factor(params)[2]``, or inf where K is not positive definite or the
-    value is not finite (the answer that makes a line search back off)."""
-    try:
-        _, _, value = factor(params)
-    except NotPositiveDefiniteError:
-        return math.inf
-    return value if math.isfinite(value) else math.inf
-
-
-def guarded_value_and_grad(factor, gradient, params):
-    """One evaluation of an objective in the workspace: ``factor(params)`` ->
-    (L, A, value), dpotri in place, ``gradient(params, Kinv_lower, A)``.
-    Returns (value, grad), or (inf, zeros) where K is not positive definite
-    or anything is not finite. Shared by the regression and GPLVM objectives.
-    """
-    params = np.asarray(params, dtype=np.float64)
-    failed = (math.inf, np.zeros(params.shape))
-    try:
-        B, A, value = factor(params)
-    except NotPositiveDefiniteError:
-        return failed
+def value_and_grad_in_buffer(factor, gradient, params):
+    """One evaluation in the workspace: ``factor(params)`` -> (B, A, value)
+    with B holding L, then dpotri in place (B holds K^-1's lower triangle),
+    then ``gradient(params, B, A)``. Returns (value, grad); raises
+    :class:`~fastgp._solvers.base.PointFailed` where the value is not finite
+    (before the inverse) and NotPositiveDefiniteError where K is not
+    positive definite. Shared by the regression and GPLVM objectives, which
+    call it through :func:`fastgp._solvers.base.guarded_value_and_grad`."""
+    B, A, value = factor(params)
     if not math.isfinite(value):
-        return failed
+        raise PointFailed
     cho_inverse_in_place(B)
     # the last LAPACK call of the evaluation: OpenBLAS's workers would spin
     # through the Numba pass that follows (fastgp._linalg.blas_pool)
     release_blas_workers()
-    grad = gradient(params, B, A)
-    if not np.all(np.isfinite(grad)):
-        return failed
-    return value, grad
+    return value, gradient(params, B, A)
 
 
 class NegLogMarginalLikelihood:
@@ -82,7 +71,7 @@ class NegLogMarginalLikelihood:
         Targets, already normalised if the estimator normalises.
     diag_add : ndarray of shape (n_samples,)
         Added to K's diagonal (scikit-learn's ``alpha``).
-    workspace : fastgp._fit.session.Workspace
+    workspace : fastgp._solvers.cholesky.workspace.Workspace
         Holds the N x N buffer; overwritten by every call.
 
     Where K is not positive definite (dpotrf fails) or a value is not finite,
@@ -150,12 +139,24 @@ class NegLogMarginalLikelihood:
     def value(self, theta):
         """L(theta) alone (no dpotri, no gradient pass); inf if not PD."""
         self.n_evaluations += 1
-        return guarded_value(self.factor, theta)
+        return guarded_value(lambda point: self.factor(point)[2], theta)
 
     def __call__(self, theta):
         """(L(theta), dL/dtheta (n_theta,)); (inf, zeros) if K is not PD."""
         self.n_evaluations += 1
-        return guarded_value_and_grad(self.factor, self._gradient, theta)
+        return guarded_value_and_grad(
+            lambda point: value_and_grad_in_buffer(self.factor, self._gradient, point),
+            theta)
+
+    def for_worker(self):
+        """A copy for one optimiser run elsewhere (a joblib task): the same
+        read-only inputs, a workspace of its own that has not allocated, and
+        its own count of evaluations."""
+        copy = type(self).__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.workspace = Workspace(self.n_samples)
+        copy.n_evaluations = 0
+        return copy
 
     def _gradient(self, theta, Kinv_lower, A):
         return 0.5 * self.covariance.grad_trace(theta, Kinv_lower, A)

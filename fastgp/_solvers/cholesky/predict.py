@@ -19,21 +19,9 @@ memory is O(n x chunk), not O(n x m). The covariance needs V for all m points
 import numpy as np
 
 from ..._linalg.lapack import solve_lower_in_place
+from ..chunks import query_chunks
 
-__all__ = ["predict_mean_var", "predict_mean_cov", "chunk_rows"]
-
-#: Bytes of the (n, chunk) cross-covariance block that prediction holds at once.
-CHUNK_BYTES = 64 * 2**20
-
-
-def chunk_rows(n_train, chunk_bytes=None):
-    """Query rows per chunk so that an (n_train, chunk) float64 block fits in
-    ``chunk_bytes`` (default: :data:`CHUNK_BYTES`, read at call time so that
-    it can be changed after import)."""
-    if chunk_bytes is None:
-        chunk_bytes = CHUNK_BYTES
-    return max(1, int(chunk_bytes // (8 * max(n_train, 1))))
-
+__all__ = ["predict_mean_var", "predict_mean_cov"]
 
 def predict_mean_var(covariance, theta, L, A, X_query, want_var):
     """Mean (m, T) and, if ``want_var``, latent variance (m,) at X_query.
@@ -45,15 +33,12 @@ def predict_mean_var(covariance, theta, L, A, X_query, want_var):
     m = len(X_query)
     mean = np.empty((m, A.shape[1]))
     var = np.empty(m) if want_var else None
-    step = chunk_rows(L.shape[0])
-    for start in range(0, m, step):
-        stop = min(m, start + step)
-        Kt = covariance.cross(theta, X_query[start:stop])  # (n, c) F-order
-        mean[start:stop] = Kt.T @ A
+    for chunk in query_chunks(m, L.shape[0]):
+        Kt = covariance.cross(theta, X_query[chunk])  # (n, c) F-order
+        mean[chunk] = Kt.T @ A
         if want_var:
             V = solve_lower_in_place(L, Kt)
-            var[start:stop] = (covariance.diag(theta, X_query[start:stop])
-                               - np.einsum("ij,ij->j", V, V))
+            var[chunk] = covariance.diag(theta, X_query[chunk]) - np.einsum("ij,ij->j", V, V)
     return mean, var
 
 

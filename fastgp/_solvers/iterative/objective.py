@@ -48,11 +48,12 @@ import math
 import numpy as np
 
 from ..._linalg.blas_pool import release_blas_workers
-from .distributed import for_fit
-from .diagonal import diagonal_gradient
-from .system import KernelSystem
-from .krylov import lanczos_quadrature
 from ...exceptions import NotPositiveDefiniteError
+from ..base import KeptModel, PointFailed, guarded_value, guarded_value_and_grad
+from .diagonal import diagonal_gradient
+from .distributed import for_fit
+from .krylov import lanczos_quadrature
+from .system import KernelSystem
 
 __all__ = ["IterativeNegLogMarginalLikelihood", "ProbeDraws", "final_model"]
 
@@ -69,7 +70,7 @@ TRIAL_CG_FLOOR = 50
 TRIAL_RADIUS = 2.0
 
 
-class TrialAbandoned(Exception):
+class TrialAbandoned(PointFailed):
     """A trial point's CG needed more iterations than its cap (module
     docstring, "Trial points"); the objective answers inf."""
 
@@ -123,7 +124,6 @@ class IterativeNegLogMarginalLikelihood:
         Largest relative residual at which CG stopped short of its tolerance
         (0.0 if it never did).
     last_cg : CGResult or None, the latest solve
-    kept_system : KernelSystem or None, set by :func:`final_model`
 
     Where K~ is not positive definite (CG or the quadrature finds a
     non-positive curvature) or a value is not finite, the call returns
@@ -146,7 +146,6 @@ class IterativeNegLogMarginalLikelihood:
         self.worst_residual = 0.0
         self._converged_at = None  # (theta, CG iterations) of the last converged solve
         self.last_cg = None
-        self.kept_system = None
 
     @property
     def n_samples(self):
@@ -234,24 +233,13 @@ class IterativeNegLogMarginalLikelihood:
     def value(self, theta):
         """L(theta) alone; inf where K~ is not positive definite."""
         self.n_evaluations += 1
-        try:
-            value, _ = self.evaluate(theta, with_gradient=False)
-        except (NotPositiveDefiniteError, TrialAbandoned):
-            return math.inf
-        return value if math.isfinite(value) else math.inf
+        return guarded_value(lambda point: self.evaluate(point, with_gradient=False)[0],
+                             theta)
 
     def __call__(self, theta):
         """(L(theta), dL/dtheta (n_theta,)); (inf, zeros) if not PD."""
         self.n_evaluations += 1
-        theta = np.asarray(theta, dtype=np.float64)
-        failed = (math.inf, np.zeros(theta.shape))
-        try:
-            value, grad = self.evaluate(theta)
-        except (NotPositiveDefiniteError, TrialAbandoned):
-            return failed
-        if not (math.isfinite(value) and np.all(np.isfinite(grad))):
-            return failed
-        return value, grad
+        return guarded_value_and_grad(self.evaluate, theta)
 
     def final(self, theta):
         """The kept model at theta: (A (n, T), value, system); raises
@@ -262,10 +250,10 @@ class IterativeNegLogMarginalLikelihood:
 
 
 def final_model(objective, point, messages):
-    """The fit core's last step on the matrix-free path (the ``final`` of
-    :func:`fastgp._fit.session.fit_objective`): (None, A, value, 0.0) at
-    ``point``; the system (with its preconditioner) is kept on
-    ``objective.kept_system`` for prediction.
+    """The matrix-free path's kept model at ``point`` (the solver's
+    ``final``): a :class:`~fastgp._solvers.base.KeptModel` with no N x N
+    factor (L None) and the system (K~ with its preconditioner) as its state,
+    for prediction.
 
     Raises numpy.linalg.LinAlgError (K~ not positive definite) and
     ValueError (the value or A not finite) with ``messages``' texts.
@@ -276,5 +264,4 @@ def final_model(objective, point, messages):
         raise np.linalg.LinAlgError(messages.not_positive_definite(0.0), str(exc)) from exc
     if not (math.isfinite(value) and np.all(np.isfinite(A))):
         raise ValueError(messages.overflow())
-    objective.kept_system = system
-    return None, A, value, 0.0
+    return KeptModel(A=A, value=float(value), jitter=0.0, L=None, state=system)

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
-from scipy.linalg.blas import dtrsm
+
+from ..._linalg.lapack import solve_right_lower_transposed
 
 __all__ = ["PivotedCholeskyPreconditioner", "pivoted_cholesky", "build_preconditioner"]
 
@@ -155,7 +156,7 @@ class PivotedCholeskyPreconditioner:
         S = self.L
         S /= self.D[:, None]
         if self.rank:  # S <- S C_L^-T (BLAS dtrsm from the right, in place)
-            S = dtrsm(1.0, self._C_L, S, side=1, lower=1, trans_a=1, overwrite_b=1)
+            S = solve_right_lower_transposed(self._C_L, S)
         self.L = S
         return S
 

@@ -28,7 +28,7 @@ at a relative residual of 1e-4, 0.7 % at 1e-6 and 0.009 % at 1e-8.
 
 import numpy as np
 
-from ..cholesky.predict import CHUNK_BYTES, chunk_rows
+from ..chunks import CHUNK_BYTES, query_chunks
 
 __all__ = ["predict_mean_var_iterative", "predict_mean_cov_iterative", "prediction_tol",
            "PREDICTION_TOL_FACTOR"]
@@ -62,14 +62,12 @@ def predict_mean_var_iterative(system, A, X_query, want_var):
     m = len(X_query)
     var = np.empty(m)
     worst = 0.0
-    step = chunk_rows(len(A), CHUNK_BYTES // _CG_ARRAYS)
-    for start in range(0, m, step):
-        stop = min(m, start + step)
-        Kt = covariance.cross(theta, X_query[start:stop])       # (n, c)
+    for chunk in query_chunks(m, len(A), CHUNK_BYTES // _CG_ARRAYS):
+        Kt = covariance.cross(theta, X_query[chunk])       # (n, c)
         solved = system.solve(Kt, tol=prediction_tol(system.options.cg_tol))
         worst = max(worst, solved.max_residual)
-        var[start:stop] = (covariance.diag(theta, X_query[start:stop])
-                           - np.einsum("ij,ij->j", Kt, solved.X))
+        var[chunk] = covariance.diag(theta, X_query[chunk]) - np.einsum("ij,ij->j", Kt,
+                                                                        solved.X)
     return mean, var, worst
 
 
