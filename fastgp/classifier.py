@@ -280,7 +280,7 @@ class GaussianProcessClassifier(_SklearnGPC):
     tensor beside five N x N matrices (docs/design.md, "The Laplace
     classifier in one buffer"). Kernels outside fastgp's fast path work
     through their own ``__call__`` at scikit-learn's memory cost, with a
-    :class:`~fastgp._backend.covariance.SlowKernelWarning`.
+    :class:`~fastgp.exceptions.SlowKernelWarning`.
 
     Parameters
     ----------
@@ -336,10 +336,10 @@ class GaussianProcessClassifier(_SklearnGPC):
     N x N buffer is allocated, the bytes of every buffer the fit will hold at
     once (one factor kept per binary model, the models fitted in parallel)
     are compared with the memory available, and
-    :class:`~fastgp.memory.InsufficientMemoryError` names both and the
+    :class:`~fastgp.exceptions.InsufficientMemoryError` names both and the
     remedies. Where B is not numerically positive definite in the kept
     model, jitter is added to its diagonal with a
-    :class:`~fastgp._linalg.lapack.JitterWarning`. Optimiser trouble keeps the best
+    :class:`~fastgp.exceptions.JitterWarning`. Optimiser trouble keeps the best
     point with a ConvergenceWarning; a KeyboardInterrupt during a binary
     model's optimisation keeps its best point, fits the estimator there and
     then propagates (with more than two classes fitted one after another,
@@ -472,8 +472,17 @@ class GaussianProcessClassifier(_SklearnGPC):
                 session.defer(interrupt)
         return self
 
-    # scikit-learn's methods, documented here (their own docstrings cite
-    # scikit-learn's glossary and references, which fastgp's site lacks)
+    # scikit-learn's methods, written here rather than inherited: scikit-learn's
+    # own read its private layout (base_estimator_ as it builds it), and
+    # latent_mean_and_variance exists there only from 1.7
+    def _query(self, X):
+        """X validated as fit's inputs were (vectors, or any objects for a
+        kernel that takes them)."""
+        check_is_fitted(self)
+        if self.kernel is None or self.kernel.requires_vector_input:
+            return validate_data(self, X, ensure_2d=True, dtype="numeric", reset=False)
+        return validate_data(self, X, ensure_2d=False, dtype=None, reset=False)
+
     def predict(self, X):
         """Predict the class of each query point.
 
@@ -491,7 +500,8 @@ class GaussianProcessClassifier(_SklearnGPC):
         ndarray of shape (n_samples,)
             Predicted labels, from ``classes_``.
         """
-        return super().predict(X)
+        X = self._query(X)
+        return self.base_estimator_.predict(X)
 
     def predict_proba(self, X):
         """Probability of each class at each query point.
@@ -511,7 +521,21 @@ class GaussianProcessClassifier(_SklearnGPC):
         ndarray of shape (n_samples, n_classes)
             Probabilities, columns in the order of ``classes_``.
         """
-        return super().predict_proba(X)
+        check_is_fitted(self)
+        if self.n_classes_ > 2 and self.multi_class == "one_vs_one":
+            raise ValueError(
+                "one_vs_one multi-class mode does not support predicting probability "
+                "estimates. Use one_vs_rest mode instead.")
+        X = self._query(X)
+        return self.base_estimator_.predict_proba(X)
+
+    @property
+    def kernel_(self):
+        """The fitted kernel: the binary model's, or with more than two
+        classes a CompoundKernel of every binary model's."""
+        if self.n_classes_ == 2:
+            return self.base_estimator_.kernel_
+        return CompoundKernel([model.kernel_ for model in self.base_estimator_.estimators_])
 
     def latent_mean_and_variance(self, X):
         """Mean and variance of the latent function at the query points.
@@ -531,17 +555,12 @@ class GaussianProcessClassifier(_SklearnGPC):
         latent_var : ndarray of shape (n_samples,)
             Variance of the latent function.
         """
-        # written here, not inherited: scikit-learn's classifier has it only
-        # from 1.7, and fastgp supports 1.6
         check_is_fitted(self)
         if self.n_classes_ > 2:
             raise ValueError(
                 "Returning the mean and variance of the latent function f is only "
                 f"supported for binary classification, received {self.n_classes_} classes.")
-        if self.kernel is None or self.kernel.requires_vector_input:
-            X = validate_data(self, X, ensure_2d=True, dtype="numeric", reset=False)
-        else:
-            X = validate_data(self, X, ensure_2d=False, dtype=None, reset=False)
+        X = self._query(X)
         return self.base_estimator_.latent_mean_and_variance(X)
 
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
@@ -570,7 +589,31 @@ class GaussianProcessClassifier(_SklearnGPC):
         log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
             Its gradient; only with ``eval_gradient``.
         """
-        return super().log_marginal_likelihood(theta, eval_gradient, clone_kernel)
+        check_is_fitted(self)
+        if theta is None:
+            if eval_gradient:
+                raise ValueError("Gradient can only be evaluated for theta!=None")
+            return self.log_marginal_likelihood_value_
+        theta = np.asarray(theta)
+        if self.n_classes_ == 2:
+            return self.base_estimator_.log_marginal_likelihood(theta, eval_gradient,
+                                                                clone_kernel=clone_kernel)
+        if eval_gradient:
+            raise NotImplementedError(
+                "Gradient of log-marginal-likelihood not implemented for multi-class GPC.")
+        models = self.base_estimator_.estimators_
+        n_dims = models[0].kernel_.n_dims
+        if theta.shape[0] == n_dims:  # the same theta for every binary model
+            thetas = [theta] * len(models)
+        elif theta.shape[0] == n_dims * self.classes_.shape[0]:  # the compound kernel's
+            thetas = [theta[n_dims * i:n_dims * (i + 1)] for i in range(len(models))]
+        else:
+            raise ValueError(
+                f"Shape of theta must be either {n_dims} or "
+                f"{n_dims * self.classes_.shape[0]}. Obtained theta with shape "
+                f"{theta.shape[0]}.")
+        return np.mean([model.log_marginal_likelihood(t, clone_kernel=clone_kernel)
+                        for model, t in zip(models, thetas)])
 
     def _check_fit_memory(self, X, counts):
         """Every N x N buffer alive at once: one kept factor per binary model,

@@ -213,7 +213,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         Raises
         ------
-        fastgp.memory.InsufficientMemoryError
+        fastgp.exceptions.InsufficientMemoryError
             Before the N x N buffer is allocated, if the memory needed exceeds
             the memory available (the message names both and the remedies).
         KeyboardInterrupt

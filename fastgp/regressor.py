@@ -61,7 +61,7 @@ class GaussianProcessRegressor(_SklearnGPR):
     1.5, 2.5, inf), RationalQuadratic, ExpSineSquared, DotProduct and
     :mod:`fastgp.kernels`' per-dimension RationalQuadratic and ExpSineSquared,
     with ``+``, ``*`` and ``**``, run on the fast path; any other kernel object works through its own ``__call__``
-    at scikit-learn's memory cost, with a :class:`~fastgp._backend.covariance.SlowKernelWarning`.
+    at scikit-learn's memory cost, with a :class:`~fastgp.exceptions.SlowKernelWarning`.
 
     Parameters
     ----------
@@ -157,11 +157,11 @@ class GaussianProcessRegressor(_SklearnGPR):
     Failure behaviour (docs/reliability.md): before the N x N buffer is
     allocated (fit, log_marginal_likelihood, predict with ``return_cov``,
     sample_y) the bytes needed are compared with the memory available;
-    :class:`~fastgp.memory.InsufficientMemoryError` (a MemoryError) names
+    :class:`~fastgp.exceptions.InsufficientMemoryError` (a MemoryError) names
     both, N and the remedies, and :func:`fastgp.memory.skip_memory_check`
     lets a user proceed anyway. Where the kept factorisation is not
     numerically positive definite, jitter is added to the diagonal in growing
-    steps (a :class:`~fastgp._linalg.lapack.JitterWarning` gives the amount;
+    steps (a :class:`~fastgp.exceptions.JitterWarning` gives the amount;
     ``jitter_`` records it). Optimiser trouble and a
     KeyboardInterrupt during the optimisation end the fit at the best finite
     point with a ConvergenceWarning; after a KeyboardInterrupt the estimator

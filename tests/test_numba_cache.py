@@ -1,8 +1,10 @@
-"""fastgp's Numba cache stamp covers every module of fastgp._engine, so a
-change to a callee (say vector_math.exp_inplace) invalidates the cached callers
-(passes), in each location Numba may cache to: NUMBA_CACHE_DIR, the in-tree
-__pycache__ and the user-wide directory."""
+"""fastgp's Numba cache stamp covers every module of fastgp._engine that
+shapes compiled code (and no other), so a change to a callee (say
+vector_math.exp_inplace) invalidates the cached callers (passes), in each
+location Numba may cache to: NUMBA_CACHE_DIR, the in-tree __pycache__ and the
+user-wide directory."""
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -18,6 +20,59 @@ def test_cache_stamp_is_shared_by_all_routines():
     stamp = config.jitted_sources_digest()
     for dispatcher in (passes.covariance_pass, interpreter.eval_tile):
         assert dispatcher._cache.writable._impl.locator.get_source_stamp() == stamp
+
+
+def _engine_imports(module_file):
+    """The fastgp._engine modules (short names) that a module of the engine
+    imports."""
+    names = set()
+    for node in ast.walk(ast.parse(module_file.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            names.update([node.module] if node.module else
+                         [alias.name for alias in node.names])
+    return names
+
+
+def test_cache_stamp_covers_exactly_the_modules_of_compiled_code():
+    from fastgp._engine import config
+    from fastgp.precompile import engine_routines
+
+    engine_dir = Path(config.__file__).parent
+    stamped = set(config.STAMPED_MODULES)
+    with_routines = {name.split(".")[2] for name in engine_routines()}
+    # every module with a routine is stamped ...
+    assert with_routines <= stamped
+    # ... and each other stamped module is read by one that compiles
+    read = set().union(*(_engine_imports(engine_dir / f"{m}.py") for m in with_routines))
+    assert stamped - with_routines <= read | {"config"}
+    assert stamped - with_routines == {"address_call", "config", "opcodes", "signatures"}
+    # what is left out holds no compiled code, and no stamped module reads it
+    unstamped = {p.stem for p in engine_dir.glob("*.py")} - stamped
+    assert unstamped == {"__init__", "threads"}
+    assert not unstamped & set().union(*(_engine_imports(engine_dir / f"{m}.py")
+                                         for m in stamped))
+
+
+def test_cache_stamp_ignores_the_thread_policy(monkeypatch, tmp_path):
+    # the digest reads the stamped files alone: threads.py may change freely
+    from fastgp._engine import config
+
+    copied = tmp_path / "_engine"
+    copied.mkdir()
+    for path in Path(config.__file__).parent.glob("*.py"):
+        (copied / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setattr(config, "_ENGINE_DIR", copied)
+    config.jitted_sources_digest.cache_clear()
+    try:
+        before = config.jitted_sources_digest()
+        (copied / "threads.py").write_text("# edited\n")
+        config.jitted_sources_digest.cache_clear()
+        assert config.jitted_sources_digest() == before
+        (copied / "leaves.py").write_text((copied / "leaves.py").read_text() + "\n# edited\n")
+        config.jitted_sources_digest.cache_clear()
+        assert config.jitted_sources_digest() != before
+    finally:
+        config.jitted_sources_digest.cache_clear()
 
 
 FILL_ONE_COVARIANCE = textwrap.dedent("""

@@ -1,4 +1,4 @@
-"""What fastgp relies on where scikit-learn has no public API (fastgp/validation.py
+"""What fastgp relies on where scikit-learn has no public API (fastgp/_validation.py
 lists the private names): each test pins one behaviour, so that a scikit-learn
 release that changes it fails here, by name, rather than somewhere inside a fit."""
 
@@ -8,11 +8,12 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process import GaussianProcessClassifier as SklearnGPC
 from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 from sklearn.gaussian_process.kernels import RBF
 
-from fastgp import GPLVM, GaussianProcessRegressor
-from fastgp._validation import count_samples, nonzero_scale
+from fastgp import GPLVM, GaussianProcessClassifier, GaussianProcessRegressor
+from fastgp._validation import count_samples, fit_context, nonzero_scale, warn_at_bounds
 
 
 @pytest.mark.parametrize("estimator, parameter", [
@@ -34,15 +35,17 @@ def test_contract_fit_context_checks_parameter_constraints_before_fit(estimator,
     assert not [name for name in vars(estimator) if name.endswith("_")]
 
 
-@pytest.mark.parametrize("cls", [GaussianProcessRegressor, GPLVM])
+@pytest.mark.parametrize("cls", [GaussianProcessRegressor, GaussianProcessClassifier, GPLVM])
 def test_contract_constraints_name_every_constructor_parameter(cls):
     parameters = set(inspect.signature(cls.__init__).parameters) - {"self"}
     assert set(cls._parameter_constraints) == parameters
 
 
-def test_contract_regressor_constraints_are_sklearns_plus_fastgps():
+@pytest.mark.parametrize("ours, theirs", [(GaussianProcessRegressor, SklearnGPR),
+                                          (GaussianProcessClassifier, SklearnGPC)])
+def test_contract_constraints_are_sklearns_plus_fastgps(ours, theirs):
     # fastgp spells scikit-learn's constraints out; they must stay scikit-learn's
-    ours, theirs = GaussianProcessRegressor._parameter_constraints, SklearnGPR._parameter_constraints
+    ours, theirs = ours._parameter_constraints, theirs._parameter_constraints
     for name, constraints in theirs.items():
         if name == "optimizer":  # fastgp adds "CG"
             continue
@@ -54,7 +57,9 @@ def test_contract_fit_context_adds_exactly_one_frame_between_caller_and_fit():
     # scikit-learn; this pins that _fit_context's wrapper lives in scikit-learn
     from sklearn.base import _fit_context
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    assert fit_context is _fit_context
+
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self):
         return inspect.stack()[1].filename, inspect.stack()[2].filename
 
@@ -71,11 +76,11 @@ def test_contract_kernel_check_bounds_params_warns_at_a_bound():
     # scikit-learn's own regressor does
     kernel = RBF(1.0, length_scale_bounds=(1e-2, 1.0))
     with pytest.warns(ConvergenceWarning, match="length_scale"):
-        kernel._check_bounds_params()
+        warn_at_bounds(kernel)
     kernel = RBF(0.5, length_scale_bounds=(1e-2, 1.0))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        kernel._check_bounds_params()
+        warn_at_bounds(kernel)
 
 
 @pytest.mark.parametrize("scale", [
@@ -108,3 +113,15 @@ def test_contract_gplvm_tags_preserve_float64_and_say_transformer():
     assert tags.transformer_tags is not None
     assert tags.transformer_tags.preserves_dtype == ["float64"]
     assert GaussianProcessRegressor().__sklearn_tags__().estimator_type == "regressor"
+
+
+@pytest.mark.parametrize("ours, theirs", [(GaussianProcessRegressor, SklearnGPR),
+                                          (GaussianProcessClassifier, SklearnGPC)])
+def test_contract_sklearns_constructor_stores_each_argument(ours, theirs):
+    # fastgp's estimators subclass scikit-learn's and call its __init__ for
+    # scikit-learn's own parameters (the classifier) or mirror it (the
+    # regressor): get_params must name and return each one
+    estimator = ours(optimizer=None, n_restarts_optimizer=2)
+    params = estimator.get_params(deep=False)
+    assert set(inspect.signature(theirs.__init__).parameters) - {"self"} <= set(params)
+    assert params["optimizer"] is None and params["n_restarts_optimizer"] == 2

@@ -1,5 +1,5 @@
 """fastgp's engine: all of fastgp's Numba code, its configuration and its
-disk-cache stamp, and nothing else (docs/design.md, "The engine's layers").
+disk-cache stamp, and nothing else (docs/design.md, "The package").
 
 - :mod:`.config`: the ``jit`` / ``parallel_jit`` decorators, the package-wide
   cache stamp and the lock around parallel regions.

@@ -16,9 +16,10 @@ so code cached for ``interpreter.eval_tile`` would survive a change to
 crash; a pass that calls the interpreter through its address, as every pass
 does, would also keep calling it with the argument types it was cached
 with). fastgp's routines are therefore cached under a stamp that hashes the
-sources of every module of this subpackage (``fastgp/_engine/*.py``, where all
-jitted code lives and nothing else does): any change to any of them recompiles
-them all.
+sources of the modules of this subpackage that shape compiled code
+(:data:`STAMPED_MODULES`: every module with a jitted routine and those they
+read as they compile; all jitted code lives here): any change to any of them
+recompiles them all, and a change to the thread policy recompiles nothing.
 
 Where the cache lives. Numba's own locators are used, in Numba's order and
 subclassed for the stamp: ``NUMBA_CACHE_DIR`` if set, then ``__pycache__``
@@ -128,13 +129,25 @@ _COMMON = dict(nogil=True, error_model="numpy", fastmath={"contract"})
 
 _ENGINE_DIR = Path(__file__).resolve().parent
 
+#: The engine's modules whose text shapes compiled code, and only those: every
+#: module that holds a jitted routine, and the modules those read when they
+#: compile (this configuration, the opcodes' constants, the fixed signatures
+#: and the address-table intrinsics). The thread policy (``threads.py``) and
+#: the package docstring hold no compiled code, so editing them recompiles
+#: nothing. tests/test_numba_cache.py checks the list against every routine
+#: that ``python -m fastgp.precompile`` compiles.
+STAMPED_MODULES = ("address_call", "config", "interpreter", "latent_passes", "leaves",
+                   "opcodes", "passes", "product_passes", "signatures", "vector_math")
+
 
 @functools.lru_cache(maxsize=None)
 def jitted_sources_digest():
-    """SHA-256 over the names and contents of ``fastgp/_engine/*.py``: the
-    cache stamp of every fastgp routine (see the module docstring)."""
+    """SHA-256 over the names and contents of the :data:`STAMPED_MODULES` of
+    ``fastgp/_engine``: the cache stamp of every fastgp routine (see the
+    module docstring)."""
     digest = hashlib.sha256()
-    for path in sorted(_ENGINE_DIR.glob("*.py")):
+    for name in sorted(STAMPED_MODULES):
+        path = _ENGINE_DIR / f"{name}.py"
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()

@@ -98,7 +98,7 @@ def eval_tile(engine, X1, i0, n, X2, j, diag_t, ops, op_float, params, theta_of_
     X1 (Q, n1), X2 (Q, n2) float64 C-contiguous: the inputs
     transposed (.leaves).  diag_t: the t at which the
     entry lies on the training diagonal (WhiteKernel is nonzero only there),
-    or -1.  ops/op_float/theta_of_param: see fastgp.lowering.KernelProgram;
+    or -1.  ops/op_float/theta_of_param: see fastgp._backend.lowering.KernelProgram;
     params (n_params,) natural scale.  mode: bits VALUES, D_THETA, D_X1,
     D_X2 (module docstring).  V, G, D1, D2, Wk: scratch from
     allocate_scratch (D1, D2 with Q = X1.shape[0] when mode asks for input

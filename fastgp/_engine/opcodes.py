@@ -1,7 +1,7 @@
 """Operation codes of a lowered kernel program, shared by the lowering (Python)
 and the interpreter (Numba). Plain integers, so Numba freezes them at compile
 time. Leaves push one value on the stack; operators pop two (or one) and push
-one. See :mod:`fastgp.lowering` for the program layout and the registry that
+one. See :mod:`fastgp._backend.lowering` for the program layout and the registry that
 maps kernel classes to these codes, :mod:`.leaves` for each leaf's formulas.
 """
 

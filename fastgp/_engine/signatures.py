@@ -4,7 +4,7 @@ is compiled for exactly these Numba types, and every call site is checked
 against them when its caller compiles.
 
 The arrays are writeable and C-contiguous, the integers int64: the types the
-passes hold (fastgp.covariance.kernel_input makes every input so).
+passes hold (fastgp._backend.covariance.kernel_input makes every input so).
 """
 
 from numba import types

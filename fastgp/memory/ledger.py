@@ -49,7 +49,7 @@ Waiting
 A fit that does not fit now, but would if the other reservations were
 released, waits: it emits one :class:`MemoryWaitWarning` naming the process
 ids that hold memory, polls the ledger, and raises
-:class:`~fastgp.memory.InsufficientMemoryError` if it still does not fit after
+:class:`~fastgp.exceptions.InsufficientMemoryError` if it still does not fit after
 ``FASTGP_MEMORY_TIMEOUT`` seconds (default :data:`DEFAULT_TIMEOUT`; 0 never
 waits). A fit that could never fit (more than the limit, or more than the
 available memory plus everything reserved by others, less what this process
@@ -509,7 +509,7 @@ def _refuse(needed, free, source, entries, budget, reason):
 
 
 def check_could_fit(needed, *, n_samples, operation, remedies, size=None):
-    """Raise :class:`~fastgp.memory.InsufficientMemoryError` at once if
+    """Raise :class:`~fastgp.exceptions.InsufficientMemoryError` at once if
     ``needed`` bytes could not be reserved even after every other fit on the
     machine released its memory; reserve nothing. For a fit whose work runs
     in workers that reserve for themselves (parallel restarts)."""
@@ -560,7 +560,7 @@ def reserve(needed, *, n_samples, operation, remedies, size=None, timeout=None,
 
     Raises
     ------
-    fastgp.memory.InsufficientMemoryError
+    fastgp.exceptions.InsufficientMemoryError
         At once if it could never fit; after ``timeout`` seconds if it did
         not fit by then.
     """

@@ -2,7 +2,7 @@
 
     python tests/mutation/run_mutation.py python --per-module 14 --budget-s 540
     python tests/mutation/run_mutation.py engine --per-module 8 --budget-s 540
-    python tests/mutation/run_mutation.py python --modules fastgp/lowering.py --list
+    python tests/mutation/run_mutation.py python --modules fastgp/_backend/lowering.py --list
 
 Two groups, because Numba makes a mutant of the engine expensive: any change
 to ``fastgp/_engine/*.py`` changes the package-wide cache stamp, so every
@@ -55,14 +55,14 @@ _PYTEST = "python -m pytest -x -q -p no:cacheprovider -p no:randomly"
 #: group -> (environment, {module: tests run against its mutants})
 GROUPS = {
     "python": ({}, {
-        "fastgp/lowering.py": "tests/test_lowering.py tests/test_kernels_fastpath.py",
-        "fastgp/objective.py": "tests/test_objective.py tests/test_reliability_pd.py",
-        "fastgp/latent_objective.py": "tests/test_gplvm_gradient.py",
-        "fastgp/linalg.py": "tests/test_linalg_blocked.py tests/test_reliability_pd.py "
+        "fastgp/_backend/lowering.py": "tests/test_lowering.py tests/test_kernels_fastpath.py",
+        "fastgp/_solvers/cholesky/objective.py": "tests/test_objective.py tests/test_reliability_pd.py",
+        "fastgp/_solvers/cholesky/latent.py": "tests/test_gplvm_gradient.py",
+        "fastgp/_linalg/lapack.py": "tests/test_linalg_blocked.py tests/test_reliability_pd.py "
                             "tests/test_objective.py",
-        "fastgp/blocked_lapack.py": "tests/test_linalg_blocked.py",
-        "fastgp/fitting.py": "tests/test_fitting.py tests/test_reliability_pd.py",
-        "fastgp/optimize.py": "tests/test_reliability_optimizer.py",
+        "fastgp/_linalg/blocked.py": "tests/test_linalg_blocked.py",
+        "fastgp/_fit/session.py": "tests/test_fitting.py tests/test_reliability_pd.py",
+        "fastgp/_optimize/minimize.py": "tests/test_reliability_optimizer.py",
     }),
     "engine": ({"NUMBA_DISABLE_JIT": "1"}, {
         module: ("-p mutation.pure_python tests/test_engine_interpreter.py "

@@ -34,7 +34,7 @@ __all__ = ["CGResult", "IndefiniteOperatorError", "batched_cg", "lanczos_tridiag
 
 class IndefiniteOperatorError(NotPositiveDefiniteError):
     """CG or the Lanczos quadrature met a curvature <= 0: the matrix is not
-    (numerically) positive definite. A :class:`fastgp._linalg.lapack.NotPositiveDefiniteError`,
+    (numerically) positive definite. A :class:`fastgp.exceptions.NotPositiveDefiniteError`,
     so the objectives answer inf as they do when dpotrf fails."""
 
     def __init__(self, message):
