@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from ._measure import (REPO_ROOT, PeakMemory, available_memory_bytes,
-                            environment, run_in_subprocess, write_json)
+                       environment, run_in_subprocess, write_json)
 
 CASES = ("lapack", "fastgp", "gpr", "lml")
 #: Below this order OpenBLAS's dpotrf and dpotri are known to survive with two

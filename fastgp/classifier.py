@@ -27,7 +27,7 @@ from ._backend.covariance import make_covariance
 from ._backend.lowering import lower_kernel
 from ._fit.likelihood import check_evaluation_memory, likelihood_request
 from ._fit.session import FitSession
-from ._solvers.base import FactorMessages, kernel_not_finite, on_idle_cores
+from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, on_idle_cores
 from ._solvers.cholesky.final import final_factor
 from ._solvers.cholesky.laplace import (LaplaceObjective, latent_moments,
                                         positive_class_probability)
@@ -159,7 +159,7 @@ class _BinaryLaplaceClassifier(BaseEstimator):
 
             # Newton's mode and the factor of B there, kept as L_
             kept = session.finalise(final_factor, objective, kernel.theta,
-                                    self._factor_messages(kernel))
+                                    self._FAILURES.messages(kernel))
             mode = objective.mode
             session.publish({
                 "kernel_": kernel,
@@ -177,29 +177,27 @@ class _BinaryLaplaceClassifier(BaseEstimator):
                 "log_marginal_likelihood_value_": -kept.value,
             })
 
-    @staticmethod
-    def _factor_messages(kernel):
-        return FactorMessages(
-            non_finite=kernel_not_finite(
-                kernel, "on the training inputs at its hyperparameters",
-                "Rescale X, or check the kernel's hyperparameters and their bounds."),
-            not_positive_definite=lambda jitter: (
-                f"The kernel, {kernel}, is not returning a positive semi-definite "
-                "matrix: B = I + W^1/2 K W^1/2 of the Laplace approximation is not "
-                f"positive definite even with jitter up to {jitter:.3g} added to its "
-                "diagonal. Check the kernel (a user-defined kernel must be positive "
-                "semi-definite), or rescale X."),
-            jitter=lambda jitter: (
-                f"The Laplace approximation's matrix B = I + W^1/2 K W^1/2 of the "
-                f"kernel, {kernel}, is not numerically positive definite at the fitted "
-                f"hyperparameters, so fastgp added jitter {jitter:.3g} to its diagonal "
-                "(jitter_). The kernel matrix is likely not positive semi-definite; "
-                "check the kernel, or rescale X."),
-            overflow=lambda: (
-                "The approximate log marginal likelihood is not finite at the fitted "
-                f"hyperparameters of {kernel}: the kernel's values overflow the "
-                "Newton iterations. Rescale X or bound the kernel's amplitude."),
-        )
+    #: What the kept model's failures tell the user: they name the kernel (at
+    #: its fitted hyperparameters) and what to do.
+    _FAILURES = FactorTexts(
+        non_finite=NOT_FINITE_ON_TRAINING_INPUTS,
+        not_positive_definite=(
+            "The kernel, {kernel}, is not returning a positive semi-definite matrix: "
+            "B = I + W^1/2 K W^1/2 of the Laplace approximation is not positive "
+            "definite even with jitter up to {jitter:.3g} added to its diagonal. Check "
+            "the kernel (a user-defined kernel must be positive semi-definite), or "
+            "rescale X."),
+        jitter=(
+            "The Laplace approximation's matrix B = I + W^1/2 K W^1/2 of the kernel, "
+            "{kernel}, is not numerically positive definite at the fitted "
+            "hyperparameters, so fastgp added jitter {jitter:.3g} to its diagonal "
+            "(jitter_). The kernel matrix is likely not positive semi-definite; check "
+            "the kernel, or rescale X."),
+        overflow=(
+            "The approximate log marginal likelihood is not finite at the fitted "
+            "hyperparameters of {kernel}: the kernel's values overflow the Newton "
+            "iterations. Rescale X or bound the kernel's amplitude."),
+    )
 
     # -------------------------------------------------------------- predict
     def _latent(self, X, want_var):

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._backend.covariance import make_covariance
 from ._fit.session import FitSession
 from ._optimize.rows import minimize_rows
-from ._solvers.base import FactorMessages, kernel_not_finite, on_idle_cores
+from ._solvers.base import FactorTexts, on_idle_cores
 from ._solvers.cholesky.final import final_factor
 from ._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from ._solvers.cholesky.predict import predict_mean_var
@@ -260,7 +260,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
             # the factor at the chosen point, in the workspace the optimiser used
             kept = session.finalise(final_factor, objective, z,
-                                    self._factor_messages(kernel))
+                                    self._FAILURES.messages(kernel))
             X_fit, _ = objective.unpack(z)
             session.publish({
                 "mean_": mean,
@@ -288,28 +288,26 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             bounds[n_x:] = kernel.bounds
         return bounds
 
-    @staticmethod
-    def _factor_messages(kernel):
-        """What the final factor's failures tell the user: they name the
-        kernel (at its fitted hyperparameters) and what to do."""
-        return FactorMessages(
-            non_finite=kernel_not_finite(
-                kernel, "at the fitted latent points",
-                "Check the kernel's hyperparameters and their bounds."),
-            not_positive_definite=lambda jitter: (
-                f"The kernel, {kernel}, is not returning a positive definite "
-                "matrix at the fitted latent points, even with jitter. Add a "
-                "WhiteKernel to it (the model's noise) or increase alpha."),
-            jitter=lambda jitter: (
-                f"The covariance of the kernel, {kernel}, is not numerically "
-                "positive definite at the fitted latent points, so fastgp added "
-                f"jitter {jitter:.3g} to its diagonal on top of alpha; L_, alpha_ "
-                "and log_marginal_likelihood_value_ include it (jitter_). Add a "
-                "WhiteKernel or increase alpha to avoid it."),
-            overflow=lambda: (
-                "The log marginal likelihood is not finite at the fitted point: the "
-                "data overflow float64. Rescale them, or use standardize=True."),
-        )
+    #: What the kept model's failures tell the user: they name the kernel (at
+    #: its fitted hyperparameters) and what to do.
+    _FAILURES = FactorTexts(
+        non_finite=(
+            "The kernel, {kernel}, returns non-finite values (NaN or infinity) at the "
+            "fitted latent points. Check the kernel's hyperparameters and their bounds."),
+        not_positive_definite=(
+            "The kernel, {kernel}, is not returning a positive definite matrix at the "
+            "fitted latent points, even with jitter. Add a WhiteKernel to it (the "
+            "model's noise) or increase alpha."),
+        jitter=(
+            "The covariance of the kernel, {kernel}, is not numerically positive "
+            "definite at the fitted latent points, so fastgp added jitter {jitter:.3g} "
+            "to its diagonal on top of alpha; L_, alpha_ and "
+            "log_marginal_likelihood_value_ include it (jitter_). Add a WhiteKernel or "
+            "increase alpha to avoid it."),
+        overflow=(
+            "The log marginal likelihood is not finite at the fitted point: the data "
+            "overflow float64. Rescale them, or use standardize=True."),
+    )
 
     def fit_transform(self, X, y=None):
         """Fit the model to X and return the latent points.

@@ -20,7 +20,8 @@ from sklearn.utils.validation import validate_data
 from ._backend.covariance import make_covariance
 from ._fit.likelihood import check_evaluation_memory, likelihood_request
 from ._fit.session import FitSession
-from ._solvers.base import FactorMessages, Fitted, Problem, kernel_not_finite, on_idle_cores
+from ._solvers.base import (NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem,
+                            on_idle_cores)
 from ._solvers.choice import choose_solver, fit_remedies, make_solver
 from ._user_warnings import warn_user
 from ._validation import (
@@ -388,35 +389,34 @@ class GaussianProcessRegressor(_SklearnGPR):
                       A=self.alpha_.reshape(len(self.alpha_), -1), L=self.L_,
                       seed=self._solver_seed, cache=self._solver_cache)
 
-    @staticmethod
-    def _factor_messages(kernel, y_train):
-        """What the final factor's failures tell the user: they name the
-        kernel (at its fitted hyperparameters) and what to do."""
-        return FactorMessages(
-            non_finite=kernel_not_finite(
-                kernel, "on the training inputs at its hyperparameters",
-                "Rescale X, or check the kernel's hyperparameters and their bounds."),
-            not_positive_definite=lambda jitter: (
-                f"The kernel, {kernel}, is not returning a positive "
-                "definite matrix, even with jitter up to "
-                f"{jitter:.3g} added to its diagonal. Try "
-                "gradually increasing the 'alpha' parameter of your "
-                "GaussianProcessRegressor estimator, or the lower bound of the "
-                "noise level (WhiteKernel's noise_level_bounds)."),
-            jitter=lambda jitter: (
-                f"The training covariance of the kernel, {kernel}, is not numerically "
-                "positive definite at the fitted hyperparameters (duplicated inputs "
-                "without noise, or a length scale far beyond the data's spread), so "
-                f"fastgp added jitter {jitter:.3g} to its diagonal on top of alpha. "
-                "L_, alpha_ and log_marginal_likelihood_value_ include it (jitter_). "
-                "To avoid it, increase alpha or the lower bound of the noise level "
-                "(WhiteKernel's noise_level_bounds)."),
-            overflow=lambda: (
-                "The log marginal likelihood is not finite at the fitted "
-                f"hyperparameters of {kernel}: the targets (largest magnitude "
-                f"{float(np.max(np.abs(y_train), initial=0.0)):.3g}) overflow float64 "
-                "in y^T K^-1 y. Rescale y, or use normalize_y=True."),
-        )
+    #: What the kept model's failures tell the user: they name the kernel (at
+    #: its fitted hyperparameters) and what to do.
+    _FAILURES = FactorTexts(
+        non_finite=NOT_FINITE_ON_TRAINING_INPUTS,
+        not_positive_definite=(
+            "The kernel, {kernel}, is not returning a positive definite matrix, even "
+            "with jitter up to {jitter:.3g} added to its diagonal. Try gradually "
+            "increasing the 'alpha' parameter of your GaussianProcessRegressor "
+            "estimator, or the lower bound of the noise level (WhiteKernel's "
+            "noise_level_bounds)."),
+        jitter=(
+            "The training covariance of the kernel, {kernel}, is not numerically "
+            "positive definite at the fitted hyperparameters (duplicated inputs "
+            "without noise, or a length scale far beyond the data's spread), so "
+            "fastgp added jitter {jitter:.3g} to its diagonal on top of alpha. L_, "
+            "alpha_ and log_marginal_likelihood_value_ include it (jitter_). To avoid "
+            "it, increase alpha or the lower bound of the noise level (WhiteKernel's "
+            "noise_level_bounds)."),
+        overflow=(
+            "The log marginal likelihood is not finite at the fitted hyperparameters "
+            "of {kernel}: the targets (largest magnitude {largest:.3g}) overflow "
+            "float64 in y^T K^-1 y. Rescale y, or use normalize_y=True."),
+    )
+
+    @classmethod
+    def _factor_messages(cls, kernel, y_train):
+        return cls._FAILURES.messages(
+            kernel, largest=lambda: float(np.max(np.abs(y_train), initial=0.0)))
 
     # -------------------------------------------------------------- predict
     def predict(self, X, return_std=False, return_cov=False):

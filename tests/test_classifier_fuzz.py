@@ -11,10 +11,9 @@ or raise one of the messages listed for it. A minimum share of successful
 fits is required, so that an estimator that always raised would fail.
 """
 
-import collections
 
 import numpy as np
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.gaussian_process.kernels import (
@@ -29,16 +28,9 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessClassifier
 
-from _fuzz import expect
-
-FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-SPECIAL = [0.0, -0.0, 1e-300, 5e-324, 1e150, -1e150, 1e300, -1e300,
-           np.finfo(np.float64).max, np.nan, np.inf, -np.inf]
-_ordinary = st.floats(-5.0, 5.0, allow_nan=False, width=64)
-values = st.one_of(*([_ordinary] * 14), st.sampled_from(SPECIAL),
-                   st.floats(allow_nan=True, allow_infinity=True, width=64))
+from _fuzz import classify_query, expect, fuzz_counts
+from _fuzz import ordinary as _ordinary
+from _fuzz import values
 
 KERNELS = [
     lambda: None,
@@ -114,21 +106,6 @@ def _classify_fit(X, y, params):
     return "ordinary", r"(?!)"  # nothing may be raised
 
 
-def _classify_query(Xq, n_features):
-    patterns = []
-    if len(Xq) == 0:
-        patterns.append(INVALID_MESSAGES["no samples"])
-    if Xq.shape[1] != n_features:
-        patterns.append(r"features")
-    if not np.all(np.isfinite(Xq)):
-        patterns.append(INVALID_MESSAGES["non-finite X"])
-    if patterns:
-        return "invalid", "|".join(patterns)
-    if Xq.size and np.max(np.abs(Xq)) > ORDINARY_BOUND:
-        return "extreme", EXTREME_MESSAGES
-    return "ordinary", r"(?!)"
-
-
 def _check(problem, counts):
     X, y, params, Xq = problem
     kind, pattern = _classify_fit(X, y, params)
@@ -140,7 +117,8 @@ def _check(problem, counts):
         assert not hasattr(gpc, "base_estimator_")  # nothing half-made
         return
     assert np.isfinite(gpc.log_marginal_likelihood_value_)
-    q_kind, q_pattern = _classify_query(Xq, X.shape[1])
+    q_kind, q_pattern = classify_query(Xq, X.shape[1], INVALID_MESSAGES, EXTREME_MESSAGES,
+                                       ORDINARY_BOUND)
     if kind == "extreme" and q_kind == "ordinary":
         q_kind, q_pattern = "extreme", EXTREME_MESSAGES
     labels = expect(q_kind, q_pattern, gpc.predict, Xq)
@@ -168,14 +146,7 @@ MIN_FITTED = 0.2
 
 
 def test_fuzz_classifier_fit_predict_and_lml():
-    counts = collections.Counter()
-
-    @FUZZ
-    @given(problems())
-    def run(problem):
-        _check(problem, counts)
-
-    run()
+    counts = fuzz_counts(problems(), _check)
     ordinary = counts["ordinary", True] + counts["ordinary", False]
     assert ordinary >= MIN_ORDINARY, counts
     assert counts["ordinary", False] == 0, counts

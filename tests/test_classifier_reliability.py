@@ -23,6 +23,8 @@ from fastgp.exceptions import JitterWarning
 from fastgp.memory import MemoryReading, laplace_fit_bytes
 from fastgp.exceptions import InsufficientMemoryError
 
+from _interrupt import Interrupting
+
 
 def _data(n=50, seed=0, n_classes=2):
     rng = np.random.default_rng(seed)
@@ -213,30 +215,10 @@ def test_classifier_callable_optimizer_keeps_the_best_point_it_evaluated():
     np.testing.assert_allclose(gpc.log_marginal_likelihood_value_, -value, rtol=1e-9)
 
 
-class _Interrupting:
-    """LaplaceObjective.__call__ that raises KeyboardInterrupt on the
-    ``after``-th call and records the finite values before."""
-
-    def __init__(self, monkeypatch, after):
-        self.after, self.values, self.thetas = after, [], []
-        original = laplace.LaplaceObjective.__call__
-        recorder = self
-
-        def patched(objective, theta):
-            if len(recorder.values) == recorder.after:
-                raise KeyboardInterrupt
-            value, grad = original(objective, theta)
-            recorder.values.append(value)
-            recorder.thetas.append(np.array(theta))
-            return value, grad
-
-        monkeypatch.setattr(laplace.LaplaceObjective, "__call__", patched)
-
-
 @pytest.mark.parametrize("after", [1, 5])
 def test_classifier_keyboard_interrupt_keeps_the_best_point_then_propagates(monkeypatch, after):
     X, y = _data()
-    interrupt = _Interrupting(monkeypatch, after)
+    interrupt = Interrupting(monkeypatch, laplace.LaplaceObjective, after)
     gpc = GaussianProcessClassifier(_kernel(), n_restarts_optimizer=2, random_state=0)
     with pytest.warns(ConvergenceWarning, match="interrupted"), \
             pytest.raises(KeyboardInterrupt):
@@ -257,7 +239,7 @@ def test_classifier_keyboard_interrupt_without_a_kept_point_leaves_the_fit_as_it
     X, y = _data(n_classes=n_classes)
     fitted = GaussianProcessClassifier(_kernel()).fit(X, y)
     before, proba = dict(vars(fitted)), fitted.predict_proba(X)
-    _Interrupting(monkeypatch, 0)
+    Interrupting(monkeypatch, laplace.LaplaceObjective, 0)
     with pytest.raises(KeyboardInterrupt):
         fitted.fit(X, y)
     _same_state(before, fitted)
@@ -269,7 +251,7 @@ def test_classifier_keyboard_interrupt_in_a_multi_class_fit_keeps_every_model(mo
     point, the two after it are fitted at the initial hyperparameters, the
     estimator is published, then the interrupt propagates."""
     X, y = _data(n_classes=3)
-    interrupt = _Interrupting(monkeypatch, 4)
+    interrupt = Interrupting(monkeypatch, laplace.LaplaceObjective, 4)
     gpc = GaussianProcessClassifier(_kernel())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 import fastgp.memory as memory
 from fastgp import GPLVM, GaussianProcessRegressor
 from fastgp._fit.report import IterationReport
-from fastgp._solvers.base import FactorMessages
+from fastgp._solvers.base import FactorTexts
 from fastgp._solvers.cholesky.final import final_factor
 from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
@@ -153,8 +153,7 @@ def test_fitting_final_factor_is_the_workspace_buffer_lower_triangular():
                                          workspace)
     buffer = workspace.buffer()
     buffer[...] = 7.0  # stale upper triangle
-    messages = FactorMessages(lambda: "nan", lambda j: "pd", lambda j: "jitter",
-                              lambda: "overflow")
+    messages = FactorTexts("nan", "pd", "jitter", "overflow").messages(kernel)
     kept = final_factor(objective, kernel.theta, messages)
     L, A = kept.L, kept.A
     assert L is buffer and kept.jitter == 0.0

@@ -16,8 +16,8 @@ from fastgp import GaussianProcessClassifier
 from fastgp._backend.covariance import make_covariance
 from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.laplace import LaplaceObjective
+from fastgp.exceptions import NotPositiveDefiniteError
 from fastgp._linalg.lapack import (
-    NotPositiveDefiniteError,
     cho_solve_float32,
     cholesky_float32_in_place,
     float32_lower_view,

@@ -19,8 +19,8 @@ from scipy.linalg import lapack
 from fastgp._linalg import blocked as blocked_lapack
 from fastgp._linalg import lapack as linalg
 from fastgp._linalg.blocked import cholesky_lower, inverse_from_cholesky_lower
-from fastgp._linalg.lapack import (NotPositiveDefiniteError, cho_inverse_in_place,
-                           cholesky_in_place, cholesky_with_jitter)
+from fastgp._linalg.lapack import cho_inverse_in_place, cholesky_in_place, cholesky_with_jitter
+from fastgp.exceptions import NotPositiveDefiniteError
 
 RTOL = 1e-12
 

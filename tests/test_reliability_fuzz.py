@@ -9,7 +9,7 @@ inside, a ZeroDivisionError, a crash in Numba or LAPACK) fails the test, and
 so does a result that is not finite or not of the documented shape.
 
 Every drawn input is classified before the call (``_classify_fit``,
-``_classify_query``): invalid input must raise a ValueError whose message
+``_fuzz.classify_query``): invalid input must raise a ValueError whose message
 names the problem; ordinary input (finite, moderate values, a valid alpha and
 kernel) must fit; extreme input (finite values near overflow) may fit or
 raise one of the messages listed for it. The fuzz tests then require a
@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.gaussian_process.kernels import (
@@ -37,19 +37,9 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GPLVM, GaussianProcessRegressor
 
-from _fuzz import DOCUMENTED, expect
-
-FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-SPECIAL = [0.0, -0.0, 1e-300, -1e-300, 5e-324, 1e150, -1e150, 1e300, -1e300,
-           np.finfo(np.float64).max, np.nan, np.inf, -np.inf]
-
-#: Mostly ordinary numbers, sometimes an extreme or non-finite one (one_of
-#: draws its branches about equally often, so the ordinary branch is repeated).
-_ordinary = st.floats(-5.0, 5.0, allow_nan=False, width=64)
-values = st.one_of(*([_ordinary] * 14), st.sampled_from(SPECIAL),
-                   st.floats(allow_nan=True, allow_infinity=True, width=64))
+from _fuzz import DOCUMENTED, FUZZ, classify_query, expect, fuzz_counts
+from _fuzz import ordinary as _ordinary
+from _fuzz import values
 
 KERNELS = [
     lambda: RBF(1.0),
@@ -178,22 +168,6 @@ def _classify_fit(X, y, params):
     return "ordinary", ORDINARY_MESSAGES
 
 
-def _classify_query(Xq, n_features):
-    """As _classify_fit, for prediction at Xq by a fitted model."""
-    patterns = []
-    if len(Xq) == 0:
-        patterns.append(INVALID_MESSAGES["no samples"])
-    if Xq.shape[1] != n_features:
-        patterns.append(r"features")
-    if not np.all(np.isfinite(Xq)):
-        patterns.append(INVALID_MESSAGES["non-finite X"])
-    if patterns:
-        return "invalid", "|".join(patterns)
-    if Xq.size and np.max(np.abs(Xq)) > ORDINARY_BOUND:
-        return "extreme", EXTREME_MESSAGES
-    return "ordinary", r"(?!)"  # nothing may be raised
-
-
 def _fit_and_check(problem, counts):
     X, y, params, Xq = problem
     kind, pattern = _classify_fit(X, y, params)
@@ -208,7 +182,8 @@ def _fit_and_check(problem, counts):
     n_targets = 1 if np.ndim(y) == 1 else y.shape[1]
     # scikit-learn's shapes: one target column is squeezed
     out_shape = (len(Xq),) if n_targets == 1 else (len(Xq), n_targets)
-    q_kind, q_pattern = _classify_query(Xq, np.shape(X)[1])
+    q_kind, q_pattern = classify_query(Xq, np.shape(X)[1], INVALID_MESSAGES, EXTREME_MESSAGES,
+                                       ORDINARY_BOUND)
     if kind == "extreme" and q_kind == "ordinary":
         q_kind, q_pattern = "extreme", EXTREME_MESSAGES  # a model of huge values
 
@@ -252,14 +227,7 @@ MIN_ORDINARY = 10
 
 
 def test_fuzz_regressor_fit_and_predict():
-    counts = collections.Counter()
-
-    @FUZZ
-    @given(fit_problems())
-    def run(problem):
-        _fit_and_check(problem, counts)
-
-    run()
+    counts = fuzz_counts(fit_problems(), _fit_and_check)
     ordinary = counts["ordinary", True] + counts["ordinary", False]
     total = sum(counts.values())
     assert ordinary >= MIN_ORDINARY, counts  # the draw reaches ordinary input
@@ -304,8 +272,7 @@ def _classify_gplvm(Y):
 def test_fuzz_gplvm_fit_transform():
     counts = collections.Counter()
 
-    @settings(max_examples=25, deadline=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @settings(FUZZ, max_examples=25)
     @given(st.integers(0, 8), st.integers(0, 3), st.integers(1, 3), st.data())
     def run(n, d, q, data):
         Y = data.draw(arrays(np.float64, (n, d), elements=values))

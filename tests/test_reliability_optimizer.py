@@ -20,6 +20,11 @@ from fastgp import GaussianProcessRegressor
 from fastgp.exceptions import JitterWarning
 from fastgp._optimize.minimize import minimize_theta
 
+from _interrupt import Interrupting
+
+#: The regression objective whose evaluations the interrupt tests count.
+NLML = objective_module.NegLogMarginalLikelihood
+
 BOUNDS = np.array([[-5.0, 5.0], [-5.0, 5.0]])
 
 
@@ -132,34 +137,10 @@ def test_optimizer_fit_with_non_finite_gradient_at_the_start_keeps_it_and_warns(
     assert np.isfinite(gpr.log_marginal_likelihood_value_)
 
 
-class _Interrupting:
-    """Patches NegLogMarginalLikelihood.__call__: raises KeyboardInterrupt at
-    evaluation ``after`` (0-based) and records the values before it."""
-
-    def __init__(self, monkeypatch, after):
-        self.after, self.values, self.thetas = after, [], []
-        original = objective_module.NegLogMarginalLikelihood.__call__
-        recorder = self
-
-        def patched(objective, theta):
-            if len(recorder.values) == recorder.after:
-                raise KeyboardInterrupt
-            value, grad = original(objective, theta)
-            recorder.values.append(value)
-            recorder.thetas.append(np.array(theta))
-            return value, grad
-
-        monkeypatch.setattr(objective_module.NegLogMarginalLikelihood, "__call__", patched)
-
-    def best(self):
-        i = int(np.argmin(self.values))
-        return self.thetas[i], self.values[i]
-
-
 @pytest.mark.parametrize("after", [1, 6])
 def test_optimizer_keyboard_interrupt_keeps_the_best_point_so_far(monkeypatch, after):
     X, y = _data()
-    interrupt = _Interrupting(monkeypatch, after)
+    interrupt = Interrupting(monkeypatch, NLML, after)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         gpr = GaussianProcessRegressor(_kernel(), n_restarts_optimizer=2, random_state=0)
@@ -179,7 +160,7 @@ def test_optimizer_keyboard_interrupt_in_a_restart_keeps_the_earlier_runs(monkey
     X, y = _data()
     first = GaussianProcessRegressor(_kernel()).fit(X, y)
     evaluations = first.n_evaluations_
-    _Interrupting(monkeypatch, evaluations)  # the first evaluation of restart 1
+    Interrupting(monkeypatch, NLML, evaluations)  # the first evaluation of restart 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         gpr = GaussianProcessRegressor(_kernel(), n_restarts_optimizer=3, random_state=0)
@@ -194,7 +175,7 @@ def test_optimizer_keyboard_interrupt_before_anything_finite_is_re_raised(monkey
     X, y = _data()
     fitted = GaussianProcessRegressor(_kernel()).fit(X, y)
     before = fitted.predict(X)
-    _Interrupting(monkeypatch, 0)
+    Interrupting(monkeypatch, NLML, 0)
     with pytest.raises(KeyboardInterrupt):
         GaussianProcessRegressor(_kernel()).fit(X, y)
     # a refit that is interrupted leaves the earlier fit as it was
@@ -240,7 +221,7 @@ def test_optimizer_keyboard_interrupt_stops_cross_validation(monkeypatch):
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(GaussianProcessRegressor, "fit", counting_fit)
-    _Interrupting(monkeypatch, 3)
+    Interrupting(monkeypatch, NLML, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         with pytest.raises(KeyboardInterrupt):

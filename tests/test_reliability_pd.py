@@ -15,13 +15,8 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
-from fastgp._linalg.lapack import (
-    JitterWarning,
-    NonFiniteMatrixError,
-    NotPositiveDefiniteError,
-    cholesky_with_jitter,
-    rank_tolerance,
-)
+from fastgp._linalg.lapack import cholesky_with_jitter, rank_tolerance
+from fastgp.exceptions import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
 
 
 def _data(n=30, seed=0):

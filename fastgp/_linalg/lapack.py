@@ -22,7 +22,7 @@ import math
 import numpy as np
 from scipy.linalg import blas, lapack
 
-from ..exceptions import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
+from ..exceptions import NonFiniteMatrixError, NotPositiveDefiniteError
 from . import blocked as blocked_lapack
 
 __all__ = [

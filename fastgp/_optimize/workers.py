@@ -54,17 +54,17 @@ def _run_from(objective, start, bounds, optimizer, limit_remedy, budget, n_at_on
     """One optimiser run in a joblib worker (module docstring). Returns the
     :class:`~fastgp._optimize.minimize.OptimizationResult` and the run's number of
     objective evaluations."""
-    objective = objective.for_worker()  # shares the read-only inputs
+    run = [objective.for_worker()]  # shares the read-only inputs
     reservation = reserve(**budget)
     try:
         with reservation.covering(), threads_for(
                 objective.n_samples,
                 max_threads=max(1, usable_cpus() // n_at_once)) as governor:
-            result = minimize_theta(lambda theta: governor.evaluate(objective, theta),
+            result = minimize_theta(lambda theta: governor.evaluate(run[0], theta),
                                     start, bounds, optimizer, limit_remedy=limit_remedy)
-        n_evaluations = objective.n_evaluations
+        n_evaluations = run[0].n_evaluations
     finally:
-        del objective  # its workspace goes before the reservation
+        run.clear()  # the run's workspace goes before the reservation
         reservation.release()
     return result, n_evaluations
 

@@ -25,9 +25,10 @@ for the solvers' objectives and the GPLVM's and classifier's.
 """
 
 import math
+import types
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,8 +39,9 @@ __all__ = [
     "Problem",
     "KeptModel",
     "Fitted",
+    "FactorTexts",
+    "NOT_FINITE_ON_TRAINING_INPUTS",
     "FactorMessages",
-    "kernel_not_finite",
     "PointFailed",
     "guarded_value",
     "guarded_value_and_grad",
@@ -106,33 +108,64 @@ class Fitted:
     cache: dict
 
 
-@dataclass(frozen=True)
-class FactorMessages:
-    """What a fit tells the user when its final step is in trouble. Each is a
-    callable so that the text (and any figure in it) is built only when it
-    is needed.
+#: The :attr:`FactorTexts.non_finite` of an estimator fitted on training
+#: inputs (the regressor's and the classifier's).
+NOT_FINITE_ON_TRAINING_INPUTS = (
+    "The kernel, {kernel}, returns non-finite values (NaN or infinity) on the training "
+    "inputs at its hyperparameters. Rescale X, or check the kernel's hyperparameters "
+    "and their bounds.")
 
-    non_finite : () -> str
-        ValueError: K holds NaN or infinity at the fitted point.
-    not_positive_definite : (largest_jitter_tried) -> str
-        LinAlgError: not positive definite even with the largest jitter.
-    jitter : (jitter) -> str
-        JitterWarning: the jitter that was added.
-    overflow : () -> str
-        ValueError: the log marginal likelihood or A = K^-1 Y is not finite.
+
+@dataclass(frozen=True)
+class FactorTexts:
+    """What an estimator tells its user when the final step of a fit is in
+    trouble, as ``str.format`` templates: ``{kernel}`` is the fitted kernel,
+    ``{jitter}`` the jitter, and any other field a value the estimator gives
+    (:meth:`messages`).
+
+    non_finite : ValueError, K holds NaN or infinity at the fitted point
+    not_positive_definite : LinAlgError, not positive definite even with the
+        largest jitter (``{jitter}``: the largest tried)
+    jitter : JitterWarning, the jitter that was added
+    overflow : ValueError, the log marginal likelihood or A = K^-1 Y is not
+        finite
     """
 
-    non_finite: Callable[[], str]
-    not_positive_definite: Callable[[float], str]
-    jitter: Callable[[float], str]
-    overflow: Callable[[], str]
+    non_finite: str
+    not_positive_definite: str
+    jitter: str
+    overflow: str
+
+    def messages(self, kernel, **values):
+        """The :class:`FactorMessages` for ``kernel``; a value that is a
+        function (a lambda) is called only when a text needs it."""
+        return FactorMessages(self, dict(values, kernel=kernel))
 
 
-def kernel_not_finite(kernel, where, advice):
-    """A :attr:`FactorMessages.non_finite`: ``kernel`` returns NaN or infinity
-    ``where`` (e.g. "on the training inputs"); ``advice`` says what to do."""
-    return lambda: (f"The kernel, {kernel}, returns non-finite values (NaN or "
-                    f"infinity) {where}. {advice}")
+@dataclass(frozen=True)
+class FactorMessages:
+    """:class:`FactorTexts` with their values: each method builds its text
+    (and any figure in it) only when it is needed."""
+
+    texts: FactorTexts
+    values: dict
+
+    def _format(self, template, **extra):
+        values = {name: value() if isinstance(value, types.FunctionType) else value
+                  for name, value in self.values.items() if "{" + name in template}
+        return template.format(**values, **extra)
+
+    def non_finite(self):
+        return self._format(self.texts.non_finite)
+
+    def not_positive_definite(self, jitter):
+        return self._format(self.texts.not_positive_definite, jitter=jitter)
+
+    def jitter(self, jitter):
+        return self._format(self.texts.jitter, jitter=jitter)
+
+    def overflow(self):
+        return self._format(self.texts.overflow)
 
 
 class PointFailed(Exception):

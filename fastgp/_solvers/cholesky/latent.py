@@ -47,9 +47,8 @@ import numpy as np
 from ..._backend.covariance import LatentCovariance
 from ..._linalg.lapack import cho_solve_in_place
 from ..._backend.lowering import fast_path_summary, lower_kernel
-from ..base import guarded_value, guarded_value_and_grad
 from ..chunks import query_chunks
-from .objective import NegLogMarginalLikelihood, value_and_grad_in_buffer
+from .objective import BufferObjective, NegLogMarginalLikelihood
 
 __all__ = [
     "lower_latent_kernel",
@@ -83,7 +82,7 @@ def lower_latent_kernel(kernel, n_components):
     return program
 
 
-class LatentNegLogMarginalLikelihood:
+class LatentNegLogMarginalLikelihood(BufferObjective):
     """``f(z) -> (L, dL/dz)`` with ``z = [X.ravel(), theta]``, for
     ``scipy.optimize.minimize(jac=True)``.
 
@@ -162,19 +161,7 @@ class LatentNegLogMarginalLikelihood:
         self.X[...] = X
         return self.nlml.factor_with_jitter(theta)
 
-    def value(self, z):
-        """L(z) alone (no dpotri, no gradient pass); inf if K is not PD."""
-        self.n_evaluations += 1
-        return guarded_value(lambda point: self.factor(point)[2], z)
-
-    def __call__(self, z):
-        """(L(z), dL/dz (z.size,)); (inf, zeros) if K is not PD."""
-        self.n_evaluations += 1
-        return guarded_value_and_grad(
-            lambda point: value_and_grad_in_buffer(self.factor, self._packed_gradient,
-                                                   point), z)
-
-    def _packed_gradient(self, z, Kinv_lower, A):
+    def _gradient(self, z, Kinv_lower, A):
         grad_x, grad_theta = self.gradient(z[self.X.size:], Kinv_lower, A)
         return np.concatenate([grad_x.ravel(), grad_theta])
 

@@ -14,8 +14,8 @@ by entry and reduces it against dK recomputed on the fly. The workspace
 reused by every call.
 
 This module owns the regression objective's mathematics and the evaluation
-in the buffer that the GPLVM's objective shares
-(:func:`value_and_grad_in_buffer`); the guard that answers inf where K is not
+in the buffer that the GPLVM's objective shares (:class:`BufferObjective`);
+the guard that answers inf where K is not
 positive definite is every objective's (:mod:`fastgp._solvers.base`), the
 covariance passes are the backend's (:mod:`fastgp._backend.covariance`) and
 the linear algebra :mod:`fastgp._linalg.lapack`'s.
@@ -37,30 +37,41 @@ from ..._linalg.lapack import (
 from ..base import PointFailed, guarded_value, guarded_value_and_grad
 from .workspace import Workspace
 
-__all__ = ["NegLogMarginalLikelihood", "value_and_grad_in_buffer"]
+__all__ = ["BufferObjective", "NegLogMarginalLikelihood"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def value_and_grad_in_buffer(factor, gradient, params):
-    """One evaluation in the workspace: ``factor(params)`` -> (B, A, value)
-    with B holding L, then dpotri in place (B holds K^-1's lower triangle),
-    then ``gradient(params, B, A)``. Returns (value, grad); raises
-    :class:`~fastgp._solvers.base.PointFailed` where the value is not finite
-    (before the inverse) and NotPositiveDefiniteError where K is not
-    positive definite. Shared by the regression and GPLVM objectives, which
-    call it through :func:`fastgp._solvers.base.guarded_value_and_grad`."""
-    B, A, value = factor(params)
-    if not math.isfinite(value):
-        raise PointFailed
-    cho_inverse_in_place(B)
-    # the last LAPACK call of the evaluation: OpenBLAS's workers would spin
-    # through the Numba pass that follows (fastgp._linalg.blas_pool)
-    release_blas_workers()
-    return value, gradient(params, B, A)
+class BufferObjective:
+    """What every objective that works in the one N x N buffer does with its
+    ``factor(point)`` -> (B holding L, A, value) and ``_gradient(point,
+    Kinv_lower, A)``: the value alone, or the value and gradient through
+    dpotri in place (the regression's and the GPLVM's objectives), each
+    guarded (:mod:`fastgp._solvers.base`: inf where K is not positive
+    definite). Counts its evaluations in ``n_evaluations``."""
+
+    def value(self, point):
+        """The value alone (no dpotri, no gradient pass); inf if not PD."""
+        self.n_evaluations += 1
+        return guarded_value(lambda p: self.factor(p)[2], point)
+
+    def __call__(self, point):
+        """(value, gradient); (inf, zeros) if K is not PD."""
+        self.n_evaluations += 1
+        return guarded_value_and_grad(self._value_and_grad, point)
+
+    def _value_and_grad(self, point):
+        B, A, value = self.factor(point)
+        if not math.isfinite(value):
+            raise PointFailed  # before the inverse
+        cho_inverse_in_place(B)
+        # the last LAPACK call of the evaluation: OpenBLAS's workers would spin
+        # through the Numba pass that follows (fastgp._linalg.blas_pool)
+        release_blas_workers()
+        return value, self._gradient(point, B, A)
 
 
-class NegLogMarginalLikelihood:
+class NegLogMarginalLikelihood(BufferObjective):
     """``f(theta) -> (L, dL/dtheta)`` for ``scipy.optimize.minimize(jac=True)``.
 
     Parameters
@@ -135,18 +146,6 @@ class NegLogMarginalLikelihood:
         value = (0.5 * exact_sum((self.Y * A).ravel())
                  + 0.5 * T * log_det_from_factor(L) + 0.5 * n * T * _LOG_2PI)
         return A, value
-
-    def value(self, theta):
-        """L(theta) alone (no dpotri, no gradient pass); inf if not PD."""
-        self.n_evaluations += 1
-        return guarded_value(lambda point: self.factor(point)[2], theta)
-
-    def __call__(self, theta):
-        """(L(theta), dL/dtheta (n_theta,)); (inf, zeros) if K is not PD."""
-        self.n_evaluations += 1
-        return guarded_value_and_grad(
-            lambda point: value_and_grad_in_buffer(self.factor, self._gradient, point),
-            theta)
 
     def for_worker(self):
         """A copy for one optimiser run elsewhere (a joblib task): the same

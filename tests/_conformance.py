@@ -1,0 +1,241 @@
+"""The conformance batteries every solver and every backend inherits
+(docs/design.md, "Solvers"): the same questions, asked of each, against one
+dense NumPy reference on small problems (linear_operator's test case does
+this for its operators).
+
+A solver's test file subclasses :class:`SolverConformance` and sets ``name``
+(the ``solver`` value), ``params`` (estimator parameters under which the
+solver is exact on these small problems: a full-rank preconditioner, every
+earlier point a neighbour) and its tolerances. Each case runs with a scalar
+alpha, a per-sample alpha, a WhiteKernel, one target and two.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+from fastgp import GaussianProcessRegressor
+from fastgp._backend.covariance import make_covariance
+from fastgp._solvers.base import FactorTexts, Fitted
+from fastgp._solvers.choice import make_solver
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+#: (kernel, alpha, targets): the cases every solver answers.
+CASES = {
+    "C*RBF-ard, scalar alpha, T=1": (lambda: C(1.3) * RBF([0.7, 1.4]), 1e-2, 1),
+    "Matern32+White, alpha 1e-10, T=1": (lambda: C(0.9) * Matern(0.8, nu=1.5)
+                                          + WhiteKernel(0.05), 1e-10, 1),
+    "RBF, per-sample alpha, T=2": (lambda: RBF(0.9), "per-sample", 2),
+    "C*Matern52-ard+White, per-sample alpha, T=2": (
+        lambda: C(1.1) * Matern([0.6, 1.2], nu=2.5) + WhiteKernel(0.02), "per-sample", 2),
+}
+
+
+def problem(case, n=40, n_query=7, seed=0):
+    """(kernel, X (n, 2), Y (n, T), diag_add (n,), X_query (m, 2)) of a case."""
+    make_kernel, alpha, n_targets = CASES[case]
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2.0, 2.0, size=(n, 2))
+    Y = np.column_stack([np.sin(X[:, 0] + t) * np.cos(X[:, 1]) for t in range(n_targets)])
+    Y += 0.1 * rng.standard_normal(Y.shape)
+    diag_add = (rng.uniform(1e-3, 5e-2, size=n) if alpha == "per-sample"
+                else np.full(n, float(alpha)))
+    return make_kernel(), X, Y, diag_add, rng.uniform(-2.2, 2.2, size=(n_query, 2))
+
+
+# --------------------------------------------------------------- reference
+def dense_nlml(kernel, X, Y, diag_add):
+    """The negative log marginal likelihood and its theta-gradient from
+    dense matrices: Rasmussen & Williams (2006) eq. 2.30 and 5.9 with
+    scikit-learn's kernel values and K_gradient, summed over the columns
+    of Y."""
+    K, dK = kernel(X, eval_gradient=True)
+    K = K + np.diag(diag_add)
+    L = np.linalg.cholesky(K)
+    A = np.linalg.solve(K, Y)
+    n, T = Y.shape
+    value = 0.5 * np.sum(Y * A) + T * np.sum(np.log(np.diag(L))) + 0.5 * n * T * _LOG_2PI
+    W = T * np.linalg.inv(K) - A @ A.T
+    return value, 0.5 * np.einsum("ij,ijp->p", W, dK)
+
+
+def dense_prediction(kernel, X, Y, diag_add, X_query):
+    """The latent predictive mean (m, T), covariance (m, m) and variance
+    (m,) (R&W 2006, eq. 2.23-2.24), with scikit-learn's conventions: no
+    white noise between distinct points, k(x*, x*) with it."""
+    K = kernel(X) + np.diag(diag_add)
+    Ks = kernel(X, X_query)
+    mean = Ks.T @ np.linalg.solve(K, Y)
+    cov = kernel(X_query) - Ks.T @ np.linalg.solve(K, Ks)
+    return mean, cov, np.diag(cov).copy()
+
+
+def _messages():
+    return FactorTexts("failed", "failed", "failed", "failed").messages(kernel=None)
+
+
+class SolverConformance:
+    """The questions every solver answers (module docstring)."""
+
+    #: the estimator's ``solver`` value
+    name = None
+    #: estimator parameters under which the solver is exact on CASES
+    params = {}
+    #: relative tolerances of the value, the gradient and the predictions
+    rtol_value = 1e-10
+    rtol_grad = 1e-8
+    rtol_predict = 1e-8
+
+    def solver(self):
+        return make_solver(self.name, GaussianProcessRegressor(
+            solver=self.name, **self.params).get_params(deep=False))
+
+    def objective(self, kernel, X, Y, diag_add):
+        solver = self.solver()
+        seed = solver.draw_seed(np.random.RandomState(0))
+        return solver, seed, solver.objective(make_covariance(kernel, X), Y, diag_add, seed)
+
+    @pytest.mark.parametrize("case", list(CASES))
+    def test_conformance_value_and_gradient_match_the_dense_reference(self, case):
+        kernel, X, Y, diag_add, _ = problem(case)
+        _, _, objective = self.objective(kernel, X, Y, diag_add)
+        value, grad = objective(kernel.theta)
+        expected_value, expected_grad = dense_nlml(kernel, X, Y, diag_add)
+        assert value == pytest.approx(expected_value, rel=self.rtol_value)
+        np.testing.assert_allclose(grad, expected_grad, rtol=self.rtol_grad,
+                                   atol=self.rtol_grad * np.max(np.abs(expected_grad)))
+        assert objective.value(kernel.theta) == pytest.approx(value, rel=self.rtol_value)
+
+    @pytest.mark.parametrize("case", list(CASES))
+    def test_conformance_gradient_matches_central_differences(self, case):
+        kernel, X, Y, diag_add, _ = problem(case)
+        _, _, objective = self.objective(kernel, X, Y, diag_add)
+        theta = kernel.theta
+        _, grad = objective(theta)
+        h = 1e-5
+        differences = np.array([
+            (objective.value(theta + h * e) - objective.value(theta - h * e)) / (2 * h)
+            for e in np.eye(theta.size)])
+        np.testing.assert_allclose(grad, differences, rtol=1e-5,
+                                   atol=1e-6 * np.max(np.abs(differences)))
+
+    @pytest.mark.parametrize("case", list(CASES))
+    def test_conformance_predictions_match_the_dense_reference(self, case):
+        kernel, X, Y, diag_add, X_query = problem(case)
+        solver, seed, objective = self.objective(kernel, X, Y, diag_add)
+        kept = solver.final(objective, kernel.theta, _messages())
+        fitted = Fitted(kernel=kernel, X=X, Y=Y, diag_add=diag_add, A=kept.A, L=kept.L,
+                        seed=seed, cache={"state": kept.state})
+        mean, cov, var = dense_prediction(kernel, X, Y, diag_add, X_query)
+        scale = np.max(np.abs(mean))
+        got_mean, got_none = solver.predict(fitted, X_query, "mean")
+        assert got_none is None
+        np.testing.assert_allclose(got_mean, mean, rtol=self.rtol_predict,
+                                   atol=self.rtol_predict * scale)
+        got_mean, got_var = solver.predict(fitted, X_query, "var")
+        np.testing.assert_allclose(got_mean, mean, rtol=self.rtol_predict,
+                                   atol=self.rtol_predict * scale)
+        np.testing.assert_allclose(got_var, var, rtol=self.rtol_predict,
+                                   atol=self.rtol_predict * np.max(var))
+        got_mean, got_cov = solver.predict(fitted, X_query, "cov")
+        np.testing.assert_allclose(got_cov, cov, rtol=self.rtol_predict,
+                                   atol=self.rtol_predict * np.max(np.abs(cov)))
+        assert kept.value == pytest.approx(dense_nlml(kernel, X, Y, diag_add)[0],
+                                           rel=self.rtol_value)
+
+    @pytest.mark.parametrize("normalize_y", [False, True])
+    @pytest.mark.parametrize("case", [c for c in CASES if "White" not in c])
+    def test_conformance_estimator_predicts_as_the_dense_reference(self, case, normalize_y):
+        # through the public estimator, at fixed hyperparameters: targets
+        # normalised (or not), alpha as a vector, one target or two
+        kernel, X, Y, diag_add, X_query = problem(case)
+        y = Y[:, 0] if Y.shape[1] == 1 else Y
+        gpr = GaussianProcessRegressor(kernel, alpha=diag_add, optimizer=None,
+                                       normalize_y=normalize_y, solver=self.name,
+                                       **self.params).fit(X, y)
+        assert gpr.solver_ == self.name
+        shift, scale = (y.mean(axis=0), y.std(axis=0)) if normalize_y else (0.0, 1.0)
+        mean, _, var = dense_prediction(kernel, X, (Y - shift) / scale, diag_add, X_query)
+        mean = mean.reshape(np.shape(gpr.predict(X_query))) * scale + shift
+        got_mean, got_std = gpr.predict(X_query, return_std=True)
+        np.testing.assert_allclose(got_mean, mean, rtol=self.rtol_predict,
+                                   atol=self.rtol_predict * np.max(np.abs(mean)))
+        std = np.sqrt(var)[:, None] * np.broadcast_to(scale, (Y.shape[1],))
+        np.testing.assert_allclose(got_std, std.reshape(got_std.shape),
+                                   rtol=self.rtol_predict, atol=self.rtol_predict)
+        value, grad = gpr.log_marginal_likelihood(kernel.theta, eval_gradient=True)
+        expected_value, expected_grad = dense_nlml(kernel, X, (Y - shift) / scale, diag_add)
+        assert -value == pytest.approx(expected_value, rel=self.rtol_value)
+        np.testing.assert_allclose(-grad, expected_grad, rtol=self.rtol_grad,
+                                   atol=self.rtol_grad * np.max(np.abs(expected_grad)))
+
+
+class BackendConformance:
+    """The questions every covariance backend answers (the duck-typed
+    interface of fastgp/_backend/covariance.py that the objectives and
+    predictions use). Subclasses define ``make(kernel, X)``."""
+
+    KERNELS = {
+        "C*RBF-ard+White": lambda: C(1.3) * RBF([0.7, 1.4]) + WhiteKernel(0.05),
+        "Matern32*RBF": lambda: Matern(0.8, nu=1.5) * RBF(1.7),
+    }
+
+    def make(self, kernel, X):
+        raise NotImplementedError
+
+    @staticmethod
+    def data(n=30, m=6, seed=1):
+        rng = np.random.default_rng(seed)
+        return (rng.uniform(-2, 2, size=(n, 2)), rng.uniform(-2, 2, size=(m, 2)),
+                rng.standard_normal((n, 3)), rng.uniform(1e-3, 1e-1, size=n))
+
+    @pytest.fixture(params=list(KERNELS))
+    def setup(self, request):
+        kernel = self.KERNELS[request.param]()
+        X, X_query, V, diag_add = self.data()
+        return kernel, X, X_query, V, diag_add, self.make(kernel, X)
+
+    def test_backend_fill_lower_and_grad_trace(self, setup):
+        kernel, X, _, V, diag_add, backend = setup
+        n = len(X)
+        K, dK = kernel(X, eval_gradient=True)
+        B = np.full((n, n), np.nan, order="F")  # what the objectives read: the lower triangle
+        backend.fill_lower(kernel.theta, diag_add, B)
+        np.testing.assert_allclose(np.tril(B), np.tril(K + np.diag(diag_add)), rtol=1e-13,
+                                   atol=1e-15)
+        Kinv = np.linalg.inv(K + np.diag(diag_add))
+        A = Kinv @ V[:, :2]
+        lower = np.asfortranarray(np.tril(Kinv) + np.triu(np.full((n, n), np.nan), 1))
+        W = 2 * Kinv - A @ A.T
+        np.testing.assert_allclose(backend.grad_trace(kernel.theta, lower, A),
+                                   np.einsum("ij,ijp->p", W, dK), rtol=1e-10, atol=1e-10)
+
+    def test_backend_prediction_blocks(self, setup):
+        kernel, X, X_query, V, _, backend = setup
+        theta = kernel.theta
+        np.testing.assert_allclose(backend.cross(theta, X_query), kernel(X, X_query),
+                                   rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(backend.prior_cov(theta, X_query), kernel(X_query),
+                                   rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(backend.diag(theta, X_query), kernel.diag(X_query),
+                                   rtol=1e-13)
+        np.testing.assert_allclose(backend.cross_matmat(theta, X_query, V),
+                                   kernel(X_query, X) @ V, rtol=1e-12, atol=1e-13)
+
+    def test_backend_products_with_vectors(self, setup):
+        kernel, X, _, V, diag_add, backend = setup
+        theta = kernel.theta
+        K, dK = kernel(X, eval_gradient=True)
+        np.testing.assert_allclose(backend.matmat(theta, V, diag_add=diag_add),
+                                   (K + np.diag(diag_add)) @ V, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(backend.dmatmat(theta, V),
+                                   np.einsum("ijp,jt->pit", dK, V), rtol=1e-12, atol=1e-13)
+        P, Q, S = V[:, :2], np.roll(V[:, :2], 1, axis=0), V[:, 2:]
+        expected = (np.einsum("it,ijp,jt->p", P, dK, Q)
+                    + 0.5 * np.einsum("it,ijp,jt->p", S, dK, S))
+        np.testing.assert_allclose(backend.grad_bilinear(theta, P, Q, S, 0.5), expected,
+                                   rtol=1e-11, atol=1e-12)
