@@ -18,6 +18,7 @@ import numpy as np
 __all__ = [
     "InsufficientMemoryError",
     "MemoryWaitWarning",
+    "MemoryLedgerWarning",
     "SlowKernelWarning",
     "JitterWarning",
     "NotPositiveDefiniteError",
@@ -66,6 +67,16 @@ class InsufficientMemoryError(MemoryError):
 
 class MemoryWaitWarning(UserWarning):
     """A fit waits for other fastgp fits on this machine to release memory."""
+
+
+class MemoryLedgerWarning(UserWarning):
+    """fastgp's machine-wide memory ledger cannot be used safely here.
+
+    Its directory is not this user's own, a file in it is a symbolic link,
+    its lock is held past the timeout, or an entry is not a reservation
+    fastgp wrote; the message says which. The fit then checks its memory
+    against the memory available now, without the other fits' reservations.
+    """
 
 
 class SlowKernelWarning(UserWarning):

@@ -9,10 +9,14 @@ its estimate in a ledger that every fastgp process on the machine reads
 
 The ledger
 ----------
-A directory, by default ``fastgp-memory-ledger`` under the system's temporary
-directory (:func:`tempfile.gettempdir`), or the directory named by
-``FASTGP_MEMORY_LEDGER`` (tests point it elsewhere; all processes that should
-share a budget must see the same directory). Each reservation is one file
+A directory private to the user, by default ``fastgp-memory-ledger-<uid>``
+under the system's temporary directory (:func:`tempfile.gettempdir`), or a
+directory that a team shares, named by ``FASTGP_MEMORY_LEDGER`` (all
+processes that should share a budget must see the same directory; tests
+point it elsewhere). Its files are checked as input from whoever can write
+them (:mod:`fastgp.memory.ledger_files`: no symbolic link followed, every
+lock taken within ``FASTGP_MEMORY_LOCK_TIMEOUT`` seconds, entries validated).
+Each reservation is one file
 ``<pid>-<token>.json`` holding its bytes, the process id, the operation and
 the process's resident memory when it reserved. Reading the ledger and adding
 to it happen under an exclusive ``fcntl.flock`` on the directory's ``.lock``
@@ -66,9 +70,9 @@ refitting it (the old ``L_`` is dropped when the new one is published), or the
 process's end. An unpickled estimator holds no reservation.
 
 Without ``fcntl`` (Windows), or where the ledger's directory cannot be
-created, written or locked, there is no machine-wide ledger: each check is
-:func:`fastgp.memory.check_memory`'s, against the memory available now (or
-the limit).
+created, written, locked or trusted, there is no machine-wide ledger: each
+check is against this process's own view, the memory available now (or the
+limit), with a :class:`~fastgp.exceptions.MemoryLedgerWarning` saying why.
 """
 
 import contextlib
@@ -76,7 +80,6 @@ import contextvars
 import json
 import os
 import re
-import tempfile
 import threading
 import time
 import uuid
@@ -85,19 +88,17 @@ import weakref
 from .._user_warnings import warn_user
 from ..exceptions import MemoryWaitWarning
 from . import reading as probe
+from .ledger_files import (LEDGER_ENV, LOCK_TIMEOUT_ENV, LedgerUnavailable, create_entry,
+                           ledger_dir, locked, read_entries, usable_ledger)
 from .reading import MemoryReading
 from .refuse import refuse_if_short, refusal
 from .switch import memory_check_enabled
 from .units import format_bytes
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None
-
 __all__ = [
     "LIMIT_ENV",
     "LEDGER_ENV",
+    "LOCK_TIMEOUT_ENV",
     "TIMEOUT_ENV",
     "DEFAULT_TIMEOUT",
     "MemoryWaitWarning",
@@ -115,8 +116,6 @@ __all__ = [
 #: Environment variable: the machine's memory budget for fastgp, overriding
 #: the detected available memory.
 LIMIT_ENV = "FASTGP_MEMORY_LIMIT"
-#: Environment variable: the ledger's directory.
-LEDGER_ENV = "FASTGP_MEMORY_LEDGER"
 #: Environment variable: seconds a fit waits for others to release memory.
 TIMEOUT_ENV = "FASTGP_MEMORY_TIMEOUT"
 #: Seconds a fit waits by default.
@@ -205,64 +204,6 @@ def wait_timeout():
     return value
 
 
-def ledger_dir():
-    """The ledger's directory, created if missing.
-
-    Returns
-    -------
-    str
-        ``FASTGP_MEMORY_LEDGER``, or ``fastgp-memory-ledger`` under
-        :func:`tempfile.gettempdir` where unset.
-    """
-    path = os.environ.get(LEDGER_ENV) or os.path.join(tempfile.gettempdir(),
-                                                       "fastgp-memory-ledger")
-    if not os.path.isdir(path):
-        os.makedirs(path, exist_ok=True)
-        with contextlib.suppress(OSError):
-            # shared by every user, like /tmp: anyone may add, only owners remove
-            os.chmod(path, 0o1777)
-    return path
-
-
-# ------------------------------------------------------------------ the ledger
-class _NoLedger(Exception):
-    """There is no usable ledger here: no ``fcntl`` (Windows), or its
-    directory cannot be created, written or locked (an ``OSError``)."""
-
-
-def _usable_ledger():
-    """The ledger's directory; raises :class:`_NoLedger` where there is none
-    (operations on it raise it too, see :func:`_ledger_lock`)."""
-    if fcntl is None:
-        raise _NoLedger
-    try:
-        return ledger_dir()
-    except OSError as exc:
-        raise _NoLedger from exc
-
-
-@contextlib.contextmanager
-def _ledger_lock(directory):
-    """Hold the ledger's exclusive lock; an ``OSError`` inside (the
-    directory is not writable, the disk is full) becomes :class:`_NoLedger`."""
-    try:
-        with _locked(directory):
-            yield
-    except OSError as exc:
-        raise _NoLedger from exc
-
-
-@contextlib.contextmanager
-def _locked(directory):
-    # read-only is enough for flock, and works on another user's lock file
-    fd = os.open(os.path.join(directory, ".lock"), os.O_RDONLY | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing drops the lock
-
-
 def _resident_bytes(pid):
     """Resident memory of process ``pid`` (``/proc/<pid>/statm``), or None."""
     try:
@@ -270,37 +211,6 @@ def _resident_bytes(pid):
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, IndexError, ValueError):
         return None
-
-
-def _entries(directory):
-    """The live reservations, as dicts (bytes, pid, operation, resident,
-    kept, name); files of dead reservations are removed on the way."""
-    entries = []
-    for name in os.listdir(directory):
-        if not name.endswith(".json"):
-            continue
-        path = os.path.join(directory, name)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:  # released meanwhile
-            continue
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:  # its owner holds it: alive
-                with os.fdopen(os.dup(fd), "rb") as f:
-                    record = json.loads(f.read() or b"{}")
-                if "bytes" in record:
-                    record["name"] = name
-                    entries.append(record)
-                continue
-            with contextlib.suppress(OSError):  # dead: reclaim (if we may)
-                os.unlink(path)
-        except ValueError:  # half-written by a process that died writing it
-            continue
-        finally:
-            os.close(fd)
-    return entries
 
 
 def _unspent(entries):
@@ -347,12 +257,26 @@ def _free(entries):
     return free, reading.source, free + reserved - own_kept
 
 
+def _own_view():
+    """The memory this process may use by its own view, with no ledger:
+    ``FASTGP_MEMORY_LIMIT``, or the memory available now."""
+    limit = memory_limit()
+    return (probe.available_memory() if limit is None
+            else MemoryReading(limit, f"{LIMIT_ENV}={format_bytes(limit)}"))
+
+
+def _physical():
+    """The machine's memory, the largest reservation an entry may claim."""
+    return probe.physical_memory() or 2**62
+
+
 def _read_ledger():
     """(live entries, :func:`_free`'s state) read under the ledger's lock;
-    raises :class:`_NoLedger` where there is no usable ledger."""
-    directory = _usable_ledger()
-    with _ledger_lock(directory):
-        entries = _entries(directory)
+    raises :class:`~fastgp.memory.ledger_files.LedgerUnavailable` where there
+    is no ledger to use."""
+    directory = usable_ledger()
+    with locked(directory):
+        entries = read_entries(directory, _physical())
         return entries, _free(entries)
 
 
@@ -378,10 +302,8 @@ def budget_reading():
     """
     try:
         entries, state = _read_ledger()
-    except _NoLedger:
-        limit = memory_limit()
-        return (probe.available_memory() if limit is None
-                else MemoryReading(limit, f"{LIMIT_ENV}={format_bytes(limit)}"))
+    except LedgerUnavailable:
+        return _own_view()
     if state is None:
         return None
     free, source, _ = state
@@ -400,7 +322,7 @@ def budget_capacity():
     """
     try:
         entries, state = _read_ledger()
-    except _NoLedger:
+    except LedgerUnavailable:
         return budget_reading()
     if state is None:
         return None
@@ -426,9 +348,9 @@ class Reservation:
 
     def __init__(self, directory, nbytes, operation):
         self.nbytes = int(nbytes)
-        self.path = os.path.join(directory, f"{os.getpid()}-{uuid.uuid4().hex}.json")
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        name = f"{os.getpid()}-{uuid.uuid4().hex}.json"
+        self.path = os.path.join(directory, name)
+        self._fd = create_entry(directory, name)
         self._operation = operation
         self._resident = _resident_bytes(os.getpid())
         self._created = time.time()
@@ -459,8 +381,8 @@ class Reservation:
     def keep(self, array):
         """Shrink the reservation to ``array.nbytes`` and hold it until
         ``array`` is freed (the kept factor ``L_``)."""
-        with contextlib.suppress(_NoLedger):  # then it stays at its full size
-            with _ledger_lock(os.path.dirname(self.path)), self._lock:
+        with contextlib.suppress(LedgerUnavailable):  # then it stays at its full size
+            with locked(os.path.dirname(self.path)), self._lock:
                 if self._fd is None:
                     return
                 self.nbytes = int(array.nbytes)
@@ -517,7 +439,7 @@ def check_could_fit(needed, *, n_samples, operation, remedies, size=None):
         return
     try:
         entries, state = _read_ledger()
-    except _NoLedger:
+    except LedgerUnavailable:
         return  # each worker's own check refuses it
     if state is not None and needed > state[2]:
         budget = dict(n_samples=n_samples, operation=operation, remedies=remedies, size=size)
@@ -571,16 +493,16 @@ def reserve(needed, *, n_samples, operation, remedies, size=None, timeout=None,
     started, warned = time.monotonic(), False
     while True:
         try:
-            directory = _usable_ledger()
-            with _ledger_lock(directory):
-                entries = _entries(directory)
+            directory = usable_ledger()
+            with locked(directory):
+                entries = read_entries(directory, _physical())
                 state = _free(entries)
                 if state is None or needed <= state[0]:
                     # nothing can be read: record the reservation for others anyway
                     return Reservation(directory, needed, operation)
-        except _NoLedger:
+        except LedgerUnavailable:
             if not covered_by_reservation():
-                refuse_if_short(needed, budget_reading(), **budget)
+                refuse_if_short(needed, _own_view(), **budget)
             return _NoReservation()
         free, source, capacity = state
         if needed > capacity:

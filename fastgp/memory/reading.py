@@ -7,7 +7,8 @@ import os
 import sys
 from dataclasses import dataclass
 
-__all__ = ["MemoryReading", "available_memory", "meminfo_available", "cgroup_available"]
+__all__ = ["MemoryReading", "available_memory", "physical_memory", "meminfo_available",
+           "cgroup_available"]
 
 #: cgroup v1 reports "no limit" as a huge page-aligned number (2**63 - 4096 on
 #: x86-64); anything at or above this is treated as unlimited.
@@ -51,9 +52,8 @@ def _read_int(path):
         return None
 
 
-def meminfo_available(path="/proc/meminfo"):
-    """``MemAvailable`` in bytes from ``/proc/meminfo``; on kernels older than
-    3.14, which lack it, ``MemFree + Buffers + Cached``. None if unreadable."""
+def _meminfo(path):
+    """``/proc/meminfo``'s fields in bytes (name -> int), or None."""
     text = _read(path)
     if text is None:
         return None
@@ -64,6 +64,29 @@ def meminfo_available(path="/proc/meminfo"):
         if parts and parts[0].isdigit():
             scale = 1024 if len(parts) > 1 and parts[1].lower() == "kb" else 1
             fields[name.strip()] = int(parts[0]) * scale
+    return fields
+
+
+def physical_memory(path="/proc/meminfo"):
+    """The machine's physical memory in bytes (``MemTotal``, else the
+    physical pages that ``sysconf`` counts), or None where neither can be
+    read: the most that any reservation can honestly claim."""
+    fields = _meminfo(path) or {}
+    if "MemTotal" in fields:
+        return fields["MemTotal"]
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page_size if pages > 0 and page_size > 0 else None
+
+
+def meminfo_available(path="/proc/meminfo"):
+    """``MemAvailable`` in bytes from ``/proc/meminfo``; on kernels older than
+    3.14, which lack it, ``MemFree + Buffers + Cached``. None if unreadable."""
+    fields = _meminfo(path)
+    if fields is None:
+        return None
     if "MemAvailable" in fields:
         return fields["MemAvailable"]
     if "MemFree" in fields:

@@ -1,0 +1,230 @@
+"""The memory ledger cannot be used against its users (docs/reliability.md,
+"Who can affect whose fits"): a lock held by another process makes a fit
+wait at most the lock timeout, never for ever; a garbage or huge entry is
+ignored; no symbolic link is followed; a directory that is not the user's
+own is not trusted. Each time the fit falls back to its own view of the
+memory with one MemoryLedgerWarning, and nothing raises into the fit."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+
+from fastgp import GaussianProcessRegressor
+from fastgp.exceptions import MemoryLedgerWarning
+from fastgp.memory import ledger, ledger_files
+
+BUDGET = dict(n_samples=100, operation="a test", remedies=["none"])
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warnings(monkeypatch):
+    # every test sees its own first warnings (they are once per process)
+    monkeypatch.setattr(ledger_files, "_warned", set())
+
+
+@pytest.fixture
+def shared(tmp_path, monkeypatch):
+    """A shared ledger directory (FASTGP_MEMORY_LEDGER), lock timeout 0.3 s."""
+    path = tmp_path / "ledger"
+    path.mkdir()
+    monkeypatch.setenv(ledger.LEDGER_ENV, str(path))
+    monkeypatch.setenv(ledger.LOCK_TIMEOUT_ENV, "0.3")
+    monkeypatch.delenv(ledger.LIMIT_ENV, raising=False)
+    return path
+
+
+@pytest.fixture
+def private(tmp_path, monkeypatch):
+    """The default, private ledger, under a temporary directory of the test's."""
+    monkeypatch.delenv(ledger.LEDGER_ENV, raising=False)
+    monkeypatch.setenv(ledger.LOCK_TIMEOUT_ENV, "0.3")
+    monkeypatch.setattr(ledger_files.tempfile, "gettempdir", lambda: str(tmp_path))
+    return tmp_path / f"fastgp-memory-ledger-{os.getuid()}"
+
+
+def _holder(code, ready):
+    """A process that runs ``code`` (with os, fcntl, json imported), then
+    prints "ready" and sleeps; the test kills it."""
+    script = textwrap.dedent("""
+        import fcntl, json, os, sys, time
+        {code}
+        print("ready", flush=True)
+        time.sleep(60)
+    """).format(code=textwrap.indent(textwrap.dedent(code), "").strip())
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                               text=True)
+    assert process.stdout.readline().strip() == ready
+    return process
+
+
+def test_ledger_lock_held_by_another_process_waits_at_most_the_timeout(shared):
+    holder = _holder(f"""
+        fd = os.open({str(shared / ".lock")!r}, os.O_RDONLY | os.O_CREAT, 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    """, "ready")
+    try:
+        start = time.monotonic()
+        with pytest.warns(MemoryLedgerWarning, match=r"locked by another process.*0\.3 s"):
+            reservation = ledger.reserve(10**6, **BUDGET)
+        assert time.monotonic() - start < 5.0
+        assert reservation.nbytes == 0  # no ledger: the process's own view
+        start = time.monotonic()
+        assert ledger.budget_reading() is not None  # the own view, not a hang
+        assert time.monotonic() - start < 5.0
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_ledger_fit_beside_a_held_lock_finishes_with_one_warning(shared):
+    holder = _holder(f"""
+        fd = os.open({str(shared / ".lock")!r}, os.O_RDONLY | os.O_CREAT, 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    """, "ready")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(30, 1))
+    y = np.sin(X[:, 0])
+    try:
+        with pytest.warns(MemoryLedgerWarning) as record:
+            GaussianProcessRegressor(RBF() + WhiteKernel(), random_state=0).fit(X, y)
+        assert len([w for w in record if w.category is MemoryLedgerWarning]) == 1
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"\x00garbage{", "not a reservation"),
+    (json.dumps({"pid": 1, "bytes": 10**30, "operation": "x", "resident": None,
+                 "created": 0.0, "kept": False}).encode(), "more than the machine"),
+    (json.dumps({"pid": 1, "bytes": "lots", "operation": "x", "resident": None,
+                 "created": 0.0, "kept": False}).encode(), "not a reservation"),
+    (b" " * (ledger_files.MAX_ENTRY_BYTES + 10), "longer than"),
+])
+def test_ledger_garbage_or_huge_entry_is_ignored_with_a_warning(shared, content, why):
+    # a live entry (its file locked by another process) that fastgp did not write
+    entry = shared / "1-planted.json"
+    entry.write_bytes(content)
+    holder = _holder(f"""
+        fd = os.open({str(entry)!r}, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    """, "ready")
+    try:
+        with pytest.warns(MemoryLedgerWarning, match=why):
+            reservation = ledger.reserve(10**6, **BUDGET)
+        try:
+            assert reservation.nbytes == 10**6  # the ledger works, the entry is ignored
+            assert "pid 1 " not in ledger.budget_reading().source
+        finally:
+            reservation.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_ledger_symlinked_lock_file_is_not_followed(shared, tmp_path):
+    target = tmp_path / "someone-elses-file"
+    target.write_text("untouched")
+    os.symlink(target, shared / ".lock")
+    with pytest.warns(MemoryLedgerWarning, match="lock file"):
+        reservation = ledger.reserve(10**6, **BUDGET)
+    assert reservation.nbytes == 0
+    assert target.read_text() == "untouched"
+
+
+def test_ledger_symlinked_entry_is_not_read(shared, tmp_path):
+    target = tmp_path / "secret.json"
+    target.write_text(json.dumps({"pid": 1, "bytes": 5, "operation": "x",
+                                  "resident": None, "created": 0.0, "kept": False}))
+    os.symlink(target, shared / "1-link.json")
+    reservation = ledger.reserve(10**6, **BUDGET)
+    try:
+        assert reservation.nbytes == 10**6
+        assert "pid 1 " not in ledger.budget_reading().source
+    finally:
+        reservation.release()
+    assert target.exists()  # not reclaimed through the link either
+
+
+def test_ledger_private_by_default(private):
+    reservation = ledger.reserve(10**6, **BUDGET)
+    try:
+        info = os.stat(private)
+        assert info.st_uid == os.getuid() and info.st_mode & 0o777 == 0o700
+        (entry,) = private.glob("*.json")
+        assert os.stat(entry).st_mode & 0o077 == 0
+    finally:
+        reservation.release()
+
+
+def test_ledger_default_directory_planted_as_a_symlink_is_refused(private, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    os.symlink(elsewhere, private)
+    with pytest.warns(MemoryLedgerWarning, match="symbolic link"):
+        reservation = ledger.reserve(10**6, **BUDGET)
+    assert reservation.nbytes == 0 and list(elsewhere.iterdir()) == []
+
+
+def test_ledger_default_directory_open_to_others_is_refused(private):
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o777)  # as another user could leave it, pre-made in /tmp
+    with pytest.warns(MemoryLedgerWarning, match="should be this user's alone"):
+        reservation = ledger.reserve(10**6, **BUDGET)
+    assert reservation.nbytes == 0 and list(private.iterdir()) == []
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="making a directory another user's "
+                    "needs root (the mode and symlink tests above cover the rest)")
+def test_ledger_default_directory_owned_by_another_user_is_refused(private):
+    private.mkdir(mode=0o700)
+    os.chown(private, 65534, 65534)
+    with pytest.warns(MemoryLedgerWarning, match="owned by uid 65534"):
+        reservation = ledger.reserve(10**6, **BUDGET)
+    assert reservation.nbytes == 0
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="an entry of another user's needs root")
+def test_ledger_private_entry_of_another_user_is_ignored(private):
+    ledger.reserve(1, **BUDGET).release()  # make the directory
+    entry = private / "1-other.json"
+    entry.write_text(json.dumps({"pid": 1, "bytes": 5, "operation": "x",
+                                 "resident": None, "created": 0.0, "kept": False}))
+    os.chown(entry, 65534, 65534)
+    holder = _holder(f"""
+        fd = os.open({str(entry)!r}, os.O_RDONLY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    """, "ready")
+    try:
+        with pytest.warns(MemoryLedgerWarning, match="belongs to uid 65534"):
+            reservation = ledger.reserve(10**6, **BUDGET)
+        reservation.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_ledger_shared_directory_writable_by_all_without_sticky_bit_is_refused(shared):
+    os.chmod(shared, 0o777)
+    with pytest.warns(MemoryLedgerWarning, match="sticky bit"):
+        reservation = ledger.reserve(10**6, **BUDGET)
+    assert reservation.nbytes == 0
+    os.chmod(shared, 0o1777)  # with the sticky bit it is a shared ledger again
+    reservation = ledger.reserve(10**6, **BUDGET)
+    try:
+        assert reservation.nbytes == 10**6
+    finally:
+        reservation.release()
+
+
+def test_ledger_lock_timeout_must_be_a_number(monkeypatch):
+    monkeypatch.setenv(ledger.LOCK_TIMEOUT_ENV, "soon")
+    with pytest.raises(ValueError, match="FASTGP_MEMORY_LOCK_TIMEOUT"):
+        ledger_files.lock_timeout()
