@@ -70,7 +70,7 @@ class MemoryWaitWarning(UserWarning):
 
 
 class MemoryLedgerWarning(UserWarning):
-    """fastgp's machine-wide memory ledger cannot be used safely here.
+    """The machine-wide memory ledger cannot be used safely here.
 
     Its directory is not this user's own, a file in it is a symbolic link,
     its lock is held past the timeout, or an entry is not a reservation
