@@ -174,7 +174,7 @@ class _BinaryLaplaceClassifier(BaseEstimator):
                 "jitter_": kept.jitter,
                 "n_iter_": n_iter,
                 "n_evaluations_": objective.n_evaluations,
-                "log_marginal_likelihood_value_": -kept.value,
+                "log_marginal_likelihood_value_": np.float64(-kept.value),
             })
 
     #: What the kept model's failures tell the user: they name the kernel (at
@@ -254,9 +254,9 @@ class _BinaryLaplaceClassifier(BaseEstimator):
                                      f_cached=getattr(self, "_f_cached", None))
         if eval_gradient:
             value, grad = on_idle_cores(n_samples, objective, theta)
-            result = (-value, -grad)
+            result = (np.float64(-value), -grad)
         else:
-            result = -on_idle_cores(n_samples, objective.value, theta)
+            result = np.float64(-on_idle_cores(n_samples, objective.value, theta))
         if objective.f_cached is not None:
             self._f_cached = objective.f_cached  # scikit-learn's warm start
         return result
@@ -320,7 +320,7 @@ class GaussianProcessClassifier(_SklearnGPC):
     kernel_ : kernel instance
         The fitted kernel (a CompoundKernel of the binary models' for more
         than two classes).
-    log_marginal_likelihood_value_ : float
+    log_marginal_likelihood_value_ : numpy.float64
         Of the fitted hyperparameters (the mean over binary models).
     classes_ : ndarray of shape (n_classes,)
     n_classes_ : int
@@ -581,7 +581,7 @@ class GaussianProcessClassifier(_SklearnGPC):
 
         Returns
         -------
-        log_likelihood : float
+        log_likelihood : numpy.float64
             The approximate log marginal likelihood; ``-inf`` where
             B = I + W^1/2 K W^1/2 is not positive definite.
         log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional

@@ -25,7 +25,7 @@ from ._optimize.rows import minimize_rows
 from ._solvers.base import FactorTexts, on_idle_cores
 from ._solvers.cholesky.final import final_factor
 from ._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
-from ._solvers.cholesky.predict import predict_mean_var
+from ._solvers.predictive import predict_mean_var
 from ._solvers.cholesky.workspace import Workspace
 from ._validation import Interval, StrOptions, fit_context, nonzero_scale
 from .memory import gplvm_fit_bytes
@@ -108,7 +108,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         The fitted latent points.
     kernel_ : kernel instance
         The kernel with the fitted hyperparameters.
-    log_marginal_likelihood_value_ : float
+    log_marginal_likelihood_value_ : numpy.float64
         :math:`\log p(Y \mid X, \theta)` at the fitted point (of the centred,
         scaled data).
     n_iter_ : int
@@ -272,7 +272,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 "jitter_": kept.jitter,
                 "L_": kept.L,
                 "alpha_": kept.A,
-                "log_marginal_likelihood_value_": -kept.value,
+                "log_marginal_likelihood_value_": np.float64(-kept.value),
                 "_Y_fit": Yc,
             })
         return self

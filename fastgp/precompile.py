@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+from sklearn.gaussian_process.kernels import RBF, DotProduct, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from . import _engine
@@ -38,6 +38,7 @@ from ._engine.interpreter import engine_table
 from ._backend.covariance import make_covariance
 from .gplvm import GPLVM
 from .regressor import GaussianProcessRegressor
+from ._solvers.vecchia.ordering import maxmin_order
 
 
 def engine_routines():
@@ -60,8 +61,9 @@ def _exercise_regressor(rng):
     y = np.sin(X[:, 0]) * np.cos(X[:, 1])
     Y = np.column_stack([y, np.cos(X[:, 0])])
     kernel = C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1)
-    # both solvers: the matrix-free one reaches the product passes
-    for solver, target in [(solver, target) for solver in ("cholesky", "iterative")
+    # every solver: the matrix-free one reaches the product passes, Vecchia's
+    # its own passes (packed tiles: a stationary kernel)
+    for solver, target in [(solver, target) for solver in ("cholesky", "iterative", "vecchia")
                            for target in (y, Y)]:
         gpr = GaussianProcessRegressor(kernel, random_state=0, solver=solver).fit(X, target)
         for Xq in (X[:5] + 0.1, X[:1] + 0.1):
@@ -84,6 +86,19 @@ def _exercise_gplvm(rng):
     for rows in (new, new[:1]):
         latent = gplvm.transform(rows)
         gplvm.inverse_transform(latent, return_std=True)
+
+
+def _exercise_vecchia(rng):
+    """Vecchia's passes in column tiles (a kernel with a dot product), and
+    the approximate maxmin ordering's heap phase (more points than its exact
+    limit)."""
+    X = rng.uniform(-2.0, 2.0, size=(24, 2))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1])
+    kernel = C(1.0) * DotProduct(0.5) + RBF(1.0) + WhiteKernel(0.1)
+    gpr = GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=5,
+                                   random_state=0).fit(X, y)
+    gpr.predict(X[:3] + 0.1, return_std=True)
+    maxmin_order(rng.uniform(size=(300, 2)), random_state=0, exact_below=100, base_size=50)
 
 
 def _exercise_products(rng):
@@ -109,6 +124,7 @@ def precompile():
         warnings.simplefilter("ignore", ConvergenceWarning)
         _exercise_regressor(rng)
         _exercise_gplvm(rng)
+        _exercise_vecchia(rng)
         _exercise_products(rng)
     engine_table()  # every leaf's entry: a fit compiles only its kernel's leaves
     return engine_routines()

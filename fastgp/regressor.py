@@ -43,6 +43,10 @@ __all__ = ["GaussianProcessRegressor"]
 #: that may be None (fit).
 _NO_TARGETS = object()
 
+#: How many times a fit lets its solver adapt the objective to the optimum
+#: found and optimises again (Vecchia's neighbours at new length scales).
+MAX_UPDATES = 3
+
 
 class GaussianProcessRegressor(_SklearnGPR):
     """Gaussian process regression with an exact gradient in one N x N buffer.
@@ -146,7 +150,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         Added to the diagonal beyond ``alpha`` because the training covariance
         was not numerically positive definite (0.0 normally); ``L_``,
         ``alpha_`` and ``log_marginal_likelihood_value_`` include it.
-    log_marginal_likelihood_value_ : float
+    log_marginal_likelihood_value_ : numpy.float64
     n_features_in_ : int
     n_iter_ : int
         Optimiser iterations of the run whose optimum was kept (0 if none ran).
@@ -199,11 +203,14 @@ class GaussianProcessRegressor(_SklearnGPR):
         "n_targets": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
         "verbose": [Interval(Integral, 0, None, closed="left"), "boolean"],
-        "solver": [StrOptions({"auto", "cholesky", "iterative"})],
+        "solver": [StrOptions({"auto", "cholesky", "iterative", "vecchia"})],
         "cg_tol": [Interval(Real, 0, None, closed="neither")],
         "n_probes": [Interval(Integral, 1, None, closed="left")],
         "preconditioner_rank": [Interval(Integral, 0, None, closed="left")],
         "max_cg_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors_predict": [Interval(Integral, 1, None, closed="left"), None],
+        "ordering": [StrOptions({"maxmin", "random"})],
         "n_jobs": [Integral, None],
     }
 
@@ -224,6 +231,9 @@ class GaussianProcessRegressor(_SklearnGPR):
         n_probes=16,
         preconditioner_rank=100,
         max_cg_iter=1000,
+        n_neighbors=30,
+        n_neighbors_predict=None,
+        ordering="maxmin",
         n_jobs=None,
     ):
         self.kernel = kernel
@@ -240,6 +250,9 @@ class GaussianProcessRegressor(_SklearnGPR):
         self.n_probes = n_probes
         self.preconditioner_rank = preconditioner_rank
         self.max_cg_iter = max_cg_iter
+        self.n_neighbors = n_neighbors
+        self.n_neighbors_predict = n_neighbors_predict
+        self.ordering = ordering
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ fit
@@ -310,23 +323,40 @@ class GaussianProcessRegressor(_SklearnGPR):
             problem = self._problem(covariance, kernel, X_train, n_targets)
             params = self.get_params(deep=False)
             solver = choose_solver(self.solver, params, covariance, kernel, problem)
+            optimise = self.optimizer is not None and kernel.n_dims > 0
+            session.budget(solver.fit_bytes(problem), n_samples,
+                           fit_remedies(solver, params, problem),
+                           parallel_runs=((self.n_jobs, self.n_restarts_optimizer)
+                                          if optimise and solver.restarts_in_workers
+                                          else None))
             seed = solver.draw_seed(rng)
             objective = solver.objective(covariance, y_train, diag_add, seed,
                                          verbose=self.verbose)
-            session.budget(solver.fit_bytes(problem), n_samples,
-                           fit_remedies(solver, params, problem))
 
             # the hyperparameters that maximise the log marginal likelihood
             n_iter = 0
-            if self.optimizer is not None and kernel.n_dims > 0:
+            if optimise:
                 best = session.minimize(
                     objective, kernel.theta, kernel.bounds, self.optimizer,
                     n_restarts=self.n_restarts_optimizer, rng=rng, n_jobs=self.n_jobs,
-                    in_workers=solver.restarts_in_workers, verbose=self.verbose)
+                    verbose=self.verbose)
                 if math.isfinite(best.value):
                     kernel.theta = best.theta
-                    warn_at_bounds(kernel)
                     n_iter = best.n_iterations
+                # a solver whose objective depends on where the optimum is
+                # (Vecchia's neighbours, found at the length scales) adapts
+                # it and the optimiser runs again from there, a few times
+                for _ in range(MAX_UPDATES):
+                    if not math.isfinite(best.value) or not solver.update(objective,
+                                                                          kernel.theta):
+                        break
+                    best = session.minimize(objective, kernel.theta, kernel.bounds,
+                                            self.optimizer, verbose=self.verbose)
+                    if math.isfinite(best.value):
+                        kernel.theta = best.theta
+                        n_iter = best.n_iterations
+                if math.isfinite(best.value):
+                    warn_at_bounds(kernel)
 
             # Alg. 2.1 lines 2-3: the kept model at the chosen theta
             kept = session.finalise(solver.final, objective, kernel.theta,
@@ -334,7 +364,7 @@ class GaussianProcessRegressor(_SklearnGPR):
             solver.after_fit(objective)
             session.publish({
                 "solver_": solver.name,
-                "_solver_seed": seed,
+                "_solver_seed": solver.replay(objective, seed),
                 "_solver_cache": {"state": kept.state},
                 "kernel_": kernel,
                 "_rng": rng,
@@ -347,7 +377,7 @@ class GaussianProcessRegressor(_SklearnGPR):
                 "L_": kept.L,
                 "alpha_": kept.A.reshape(y_train.shape),
                 "jitter_": kept.jitter,
-                "log_marginal_likelihood_value_": -kept.value,
+                "log_marginal_likelihood_value_": np.float64(-kept.value),
             })
         return self
 
@@ -578,7 +608,7 @@ class GaussianProcessRegressor(_SklearnGPR):
 
         Returns
         -------
-        log_likelihood : float
+        log_likelihood : numpy.float64
             Log marginal likelihood; ``-inf`` where the kernel matrix is not
             positive definite.
         log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
@@ -607,4 +637,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         else:
             value, grad = on_idle_cores(n_samples, objective.value, theta), None
         solver.after_evaluation(objective)
-        return -value if grad is None else (-value, -grad)
+        # numpy's float64, as scikit-learn returns: arithmetic with float32
+        # numbers stays float64 under NumPy 2's promotion rules
+        value = np.float64(-value)
+        return value if grad is None else (value, -grad)

@@ -146,6 +146,9 @@ class SolverConformance:
                                    atol=self.rtol_predict * np.max(np.abs(cov)))
         assert kept.value == pytest.approx(dense_nlml(kernel, X, Y, diag_add)[0],
                                            rel=self.rtol_value)
+        A = np.linalg.solve(kernel(X) + np.diag(diag_add), Y)  # the dual coefficients
+        np.testing.assert_allclose(kept.A, A, rtol=self.rtol_predict,
+                                   atol=self.rtol_predict * np.max(np.abs(A)))
 
     @pytest.mark.parametrize("normalize_y", [False, True])
     @pytest.mark.parametrize("case", [c for c in CASES if "White" not in c])

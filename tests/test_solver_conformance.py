@@ -17,3 +17,16 @@ class TestIterativeSolver(SolverConformance):
     rtol_value = 1e-9
     rtol_grad = 1e-6
     rtol_predict = 1e-7
+
+
+class TestVecchiaSolver(SolverConformance):
+    """Exact on these problems: with every earlier point a neighbour
+    (n_neighbors = N - 1) the product of the conditionals is the likelihood,
+    and a query point conditioned on every training point is the exact GP's
+    prediction."""
+
+    name = "vecchia"
+    params = dict(n_neighbors=39, n_neighbors_predict=40)
+    rtol_value = 1e-10
+    rtol_grad = 1e-8
+    rtol_predict = 1e-8

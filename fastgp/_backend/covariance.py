@@ -48,6 +48,7 @@ from .._engine import latent_passes as latent_jitted
 from .._engine import opcodes as op
 from .._engine import passes as jitted
 from .._engine import product_passes as product_jitted
+from .._engine import vecchia_passes as vecchia_jitted
 from .._engine.config import parallel_region
 from .._engine.interpreter import engine_table
 from .._user_warnings import warn_user
@@ -307,6 +308,41 @@ class FastCovariance:
         noise, as ``cross``; no (n, m) array."""
         out = self._product(theta, kernel_input(X_query), False, 0, V)[0]
         return out[:, 0] if np.ndim(V) == 1 else out
+
+    # ---------------------------------------------- Vecchia's approximation
+    def _vecchia_program(self, theta):
+        p = self.program
+        return p.ops, p.op_float, p.params(theta), p.theta_of_param, p.stack_depth
+
+    def vecchia_terms(self, theta, Y, diag_add, points, neighbours, want_grad=True):
+        """Vecchia's negative log-likelihood over the rows (points[i] after
+        its conditioning set neighbours[i]) of these training inputs, and its
+        theta-gradient (docs/design.md, "Vecchia's approximation";
+        :func:`fastgp._engine.vecchia_passes.vecchia_nll_grad`).
+
+        Y (n, T); diag_add (n,); points (r,) int64; neighbours (r, m) int64,
+        -1 padded. Returns (nll, grad (n_theta,) or None, n_bad): nll inf and
+        grad zeros where n_bad rows' blocks were not positive definite."""
+        with parallel_region():
+            return vecchia_jitted.vecchia_nll_grad(
+                self.X_T, Y, diag_add, points, neighbours, *self._vecchia_program(theta),
+                self.program.n_theta, want_grad=want_grad)
+
+    def vecchia_dual(self, theta, Y, diag_add, points, neighbours):
+        """Vecchia's K~^-1 Y (n, T) over the same rows, and n_bad (the dual
+        is None where it is not 0)."""
+        with parallel_region():
+            return vecchia_jitted.vecchia_dual_weights(
+                self.X_T, Y, diag_add, points, neighbours, *self._vecchia_program(theta))
+
+    def vecchia_predict(self, theta, X_query, Y, diag_add, neighbours):
+        """The conditional mean (m, T) and latent variance (m,) of each query
+        point given its training neighbours (m, m') int64 (-1 padded), and
+        n_bad (NaN rows where a block was not positive definite)."""
+        with parallel_region():
+            return vecchia_jitted.vecchia_predict(
+                self.X_T, kernel_input(X_query), Y, diag_add, neighbours,
+                *self._vecchia_program(theta))
 
 
 def _vector_block(V, n, transposed=False):

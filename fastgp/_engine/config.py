@@ -137,7 +137,8 @@ _ENGINE_DIR = Path(__file__).resolve().parent
 #: nothing. tests/test_numba_cache.py checks the list against every routine
 #: that ``python -m fastgp.precompile`` compiles.
 STAMPED_MODULES = ("address_call", "config", "interpreter", "latent_passes", "leaves",
-                   "opcodes", "passes", "product_passes", "signatures", "vector_math")
+                   "maxmin", "opcodes", "passes", "product_passes", "signatures",
+                   "vecchia_passes", "vector_math")
 
 
 @functools.lru_cache(maxsize=None)

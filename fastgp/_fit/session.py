@@ -71,6 +71,7 @@ class FitSession:
         self._budget = None
         self._reservation = None
         self._interrupt = None
+        self._in_workers = False
 
     # --------------------------------------------------------- the context
     def __enter__(self):
@@ -94,41 +95,51 @@ class FitSession:
             self._reservation = None
 
     # ------------------------------------------------------------- memory
-    def budget(self, needed_bytes, n_samples, remedies):
+    def budget(self, needed_bytes, n_samples, remedies, parallel_runs=None):
         """The fit's peak memory estimate (:mod:`fastgp.memory.estimates`),
         the N that sets it and what a refusal tells the user to do (most
-        useful first). Reserved by the first step that needs it."""
+        useful first), reserved now, before the objective allocates
+        anything.
+
+        ``parallel_runs`` = (n_jobs, n_restarts): the optimiser's runs may
+        go to joblib's workers (:func:`fastgp._optimize.workers.runs_in_workers`
+        decides); then each reserves its own, and this process only checks
+        now that the fit could fit at all and reserves for the final model
+        after the runs."""
         self._budget = dict(needed=int(needed_bytes), n_samples=int(n_samples),
                             operation=self.operation, remedies=list(remedies))
+        self._in_workers = parallel_runs is not None and runs_in_workers(*parallel_runs)
+        if self._in_workers:
+            check_could_fit(**self._budget)
+        else:
+            self._reserved()
 
     def _reserved(self):
         """The reservation of the fit's budget, made now if not yet."""
+        if self._budget is None:
+            raise RuntimeError("FitSession: budget() must come before the work")
         if self._reservation is None:
-            if self._budget is None:
-                raise RuntimeError("FitSession: budget() must come before the work")
             self._reservation = reserve(**self._budget)
         return self._reservation
 
     # ---------------------------------------------------------- optimise
     def minimize(self, objective, start, bounds, optimizer, *, n_restarts=0, rng=None,
-                 n_jobs=None, in_workers=False, verbose=0, objective_name="-log p(y|X)",
-                 width=4, max_iter=None, tol=None, limit_remedy=DEFAULT_LIMIT_REMEDY):
+                 n_jobs=None, verbose=0, objective_name="-log p(y|X)", width=4,
+                 max_iter=None, tol=None, limit_remedy=DEFAULT_LIMIT_REMEDY):
         """The best of the optimiser's runs on ``objective`` from ``start``
         and ``n_restarts`` random starts (:mod:`fastgp._optimize.minimize`),
         an :class:`~fastgp._optimize.minimize.OptimizationResult`.
 
-        With ``in_workers`` and more than one job under joblib's active
-        configuration (:func:`fastgp._optimize.workers.runs_in_workers`), the
-        runs are joblib tasks, each with its own copy of the objective
-        (``objective.for_worker()``) and its own reservation; otherwise they
-        run here, inside the fit's reservation, every evaluation on the idle
-        cores. A KeyboardInterrupt that ended the optimisation after a finite
+        Where :meth:`budget` found that the runs go to joblib's workers
+        (and there are restarts), they are joblib tasks, each with its own
+        copy of the objective (``objective.for_worker()``) and its own
+        reservation; otherwise they run here, inside the fit's reservation,
+        every evaluation on the idle cores. A KeyboardInterrupt that ended the optimisation after a finite
         point is kept for the end of the block (module docstring).
         """
         n_samples = objective.n_samples
         report = IterationReport(objective_name, width) if verbose else None
-        if in_workers and runs_in_workers(n_jobs, n_restarts):
-            check_could_fit(**self._budget)
+        if self._in_workers and n_restarts > 0:
             best = minimize_in_workers(
                 objective, start, bounds, optimizer, n_restarts, rng, n_jobs,
                 budget=self._budget, limit_remedy=limit_remedy, report=report)

@@ -14,6 +14,7 @@ and from then on only calls its methods; it never asks which solver it has.
     seed      = solver.draw_seed(rng)                     the fit's draws, if any
     objective = solver.objective(covariance, Y, diag_add, seed)
     value, grad = objective(theta); objective.value(theta)
+    solver.update(objective, theta)                       optimise again if True
     kept      = solver.final(objective, theta, messages)  a KeptModel
     solver.predict(fitted, X_query, want)                 mean, and var or cov
 
@@ -262,6 +263,19 @@ class Solver(ABC):
     def final(self, objective, theta, messages):
         """The :class:`KeptModel` at ``theta``; raises ValueError and
         numpy.linalg.LinAlgError with ``messages``' texts."""
+
+    def update(self, objective, theta):
+        """Adapt ``objective`` to the optimum ``theta`` the optimiser found
+        (Vecchia's approximation finds its neighbours again at new length
+        scales); True if it changed, and the optimiser should run again from
+        theta. Default: nothing to adapt."""
+        return False
+
+    def replay(self, objective, seed):
+        """What ``objective(..., seed)`` needs after the fit to rebuild the
+        function the optimiser saw last (``log_marginal_likelihood(theta)``):
+        by default the fit's draws."""
+        return seed
 
     def after_fit(self, objective):
         """Warn about what the fit's evaluations met (nothing by default)."""

@@ -11,14 +11,17 @@ from .._user_warnings import warn_user
 from ..memory import fits_in_memory, format_bytes
 from .cholesky import CholeskySolver
 from .iterative import IterativeSolver
+from .vecchia import VecchiaSolver
 
 __all__ = ["SOLVERS", "make_solver", "choose_solver", "fit_remedies"]
 
 #: The solvers by the estimator's ``solver`` value.
-SOLVERS = {solver.name: solver for solver in (CholeskySolver, IterativeSolver)}
+SOLVERS = {solver.name: solver for solver in (CholeskySolver, IterativeSolver,
+                                              VecchiaSolver)}
 
 #: What a refusal says of each solver that would fit instead.
 _ALTERNATIVES = {
+    "vecchia": "Vecchia's nearest-neighbour approximation",
     "iterative": "matrix-free conjugate gradients",
 }
 

@@ -6,6 +6,8 @@ machine."""
 __all__ = [
     "fit_bytes",
     "iterative_fit_bytes",
+    "vecchia_fit_bytes",
+    "vecchia_predict_cov_bytes",
     "gplvm_fit_bytes",
     "laplace_fit_bytes",
     "log_marginal_likelihood_bytes",
@@ -253,3 +255,65 @@ def sample_y_bytes(n_train, n_query, n_targets, n_draws):
     m, t = int(n_query), int(n_targets)
     return (predict_cov_bytes(n_train, n_query, n_targets)
             + _F8 * (3 * m * m + 2 * m * int(n_draws) * t))
+
+
+#: What a Vecchia fit's process touches beside its arrays whatever N: the
+#: per-thread blocks of the passes, cKDTree's own nodes for small N, SciPy's
+#: optimiser state.
+_VECCHIA_FIXED = 16 * 2**20
+
+
+def vecchia_fit_bytes(n_samples, n_features, n_targets, n_neighbors):
+    """Estimate the peak extra bytes of a Vecchia fit or evaluation.
+
+    O(N (m + d + T)) and no N x N array (docs/design.md, "Vecchia's
+    approximation"): the conditioning sets (N x m indices) in their search
+    and relabelled copies, the final step's weights (N x m), the inputs in
+    the user's, the scaled and the relabelled order, the targets and alpha
+    twice, the ordering's and the neighbour search's index arrays and
+    cKDTree's copies of the points, and 16 MiB of fixed cost.
+
+    Parameters
+    ----------
+    n_samples : int
+        Training samples N.
+    n_features : int
+        Input dimensions d.
+    n_targets : int
+        Target columns T.
+    n_neighbors : int
+        The conditioning sets' size m.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n, m = int(n_samples), min(int(n_neighbors), max(int(n_samples) - 1, 1))
+    return _VECCHIA_FIXED + _F8 * n * (3 * m + 5 * int(n_features) + 4 * int(n_targets) + 16)
+
+
+def vecchia_predict_cov_bytes(n_train, n_query, n_targets, n_neighbors):
+    """Estimate the peak extra bytes of a Vecchia model's joint prediction
+    (``predict(X, return_cov=True)``) on ``n_query`` points: the dense factor
+    of the kernel on the union of their ``n_neighbors`` nearest training
+    points (at most N of them) and :func:`predict_cov_bytes` on it.
+
+    Parameters
+    ----------
+    n_train : int
+        Training samples of the model.
+    n_query : int
+        Query points m.
+    n_targets : int
+        Target columns.
+    n_neighbors : int
+        Neighbours of each query point.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    union = min(int(n_train), int(n_query) * int(n_neighbors))
+    return _F8 * union * union + predict_cov_bytes(union, n_query, n_targets)

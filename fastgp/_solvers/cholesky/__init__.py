@@ -8,7 +8,6 @@ Laplace classifier.
 ``latent.py``        the GPLVM's objective and the predictive density of new rows
 ``laplace.py``       the Laplace classifier's approximate likelihood and predictions
 ``final.py``         the factor of the model a fit keeps, with jitter
-``predict.py``       the predictive moments from the kept factor
 ===================  ==========================================================
 """
 
@@ -17,7 +16,7 @@ from ..._backend.covariance import make_covariance, warn_slow_kernel
 from ..base import Solver, on_idle_cores
 from .final import final_factor
 from .objective import NegLogMarginalLikelihood
-from .predict import predict_mean_cov, predict_mean_var
+from ..predictive import predict_mean_cov, predict_mean_var
 from .workspace import Workspace
 
 __all__ = ["CholeskySolver"]

@@ -1,7 +1,9 @@
-"""Posterior predictive moments from a kept Cholesky factor, in chunks: the
-one place both estimators' predictions (regression's predict, the GPLVM's
-inverse_transform) are computed, through the backend (fastgp._backend.covariance)
-and fastgp._linalg.lapack.
+"""Posterior predictive moments from a Cholesky factor, in chunks: the one
+place they are computed from a factor, through the backend
+(fastgp._backend.covariance) and fastgp._linalg.lapack: the Cholesky path's
+predictions (the regressor's predict, the GPLVM's inverse_transform) and
+Vecchia's joint predictions, which factor the kernel on the query points'
+neighbours.
 
 Rasmussen & Williams (2006), Algorithm 2.1, lines 4 to 6, for query points
 X* (m, d), training factor L (K = L L^T) and A = K^-1 Y:
@@ -18,8 +20,8 @@ memory is O(n x chunk), not O(n x m). The covariance needs V for all m points
 
 import numpy as np
 
-from ..._linalg.lapack import solve_lower_in_place
-from ..chunks import query_chunks
+from .._linalg.lapack import solve_lower_in_place
+from .chunks import query_chunks
 
 __all__ = ["predict_mean_var", "predict_mean_cov"]
 
