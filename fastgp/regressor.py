@@ -98,15 +98,22 @@ class GaussianProcessRegressor(_SklearnGPR):
         per run and which run was kept (fastgp's addition; scikit-learn's
         signature otherwise). The iterative solver also prints its CG
         iterations and final residual per evaluation.
-    solver : {"auto", "cholesky", "iterative"}, default="auto"
-        "cholesky": the exact path in one N x N buffer. "iterative": the
-        matrix-free path (docs/design.md, "The matrix-free path"): batched
-        preconditioned conjugate gradients, the log-determinant by stochastic
-        Lanczos quadrature and the gradient by probe vectors, memory
-        O(N (k + t + d)); fast-path kernels only. "auto": "cholesky" when its
-        buffer fits the machine's memory budget (once the other fits running
-        now release theirs: this fit would wait for them), else "iterative"
-        with a warning that says why. ``solver_`` records the choice.
+    solver : {"auto", "cholesky", "vecchia", "iterative"}, default="auto"
+        "cholesky": the exact path in one N x N buffer. "vecchia": Vecchia's
+        nearest-neighbour approximation (docs/design.md, "Vecchia's
+        approximation"): the likelihood as a product of conditional
+        densities, each point given its ``n_neighbors`` nearest earlier
+        points, with its exact gradient; O(N m^3) time and O(N m) memory,
+        for data past one N x N buffer. "iterative": the matrix-free path
+        (docs/design.md, "The matrix-free path"): batched preconditioned
+        conjugate gradients, the log-determinant by stochastic Lanczos
+        quadrature and the gradient by probe vectors, memory
+        O(N (k + t + d)). Both need a kernel on the fast path. "auto":
+        "cholesky" when its buffer fits the machine's memory budget (once
+        the other fits running now release theirs: this fit would wait for
+        them), else "vecchia" with a warning that says why (docs/solvers.md
+        says which solver is for which problem). ``solver_`` records the
+        choice.
     cg_tol : float, default=1e-4
         Iterative solver: relative residual ||b - K x|| / ||b|| at which
         conjugate gradients stop. The solves of ``predict``'s standard
@@ -121,6 +128,19 @@ class GaussianProcessRegressor(_SklearnGPR):
     max_cg_iter : int, default=1000
         Iterative solver: most CG iterations per solve; a solve that stops
         short of ``cg_tol`` is a ConvergenceWarning that gives the residual.
+    n_neighbors : int, default=30
+        Vecchia solver: the conditioning sets' size m, each point's nearest
+        earlier points in the ordering, found in the inputs divided by the
+        kernel's length scales (and found again when the fit moves their
+        ratios by more than 1.5 x). With ``n_neighbors >= n_samples - 1``
+        every earlier point is a neighbour and the likelihood is exact.
+    n_neighbors_predict : int or None, default=None
+        Vecchia solver: each query point's nearest training points that
+        ``predict`` conditions it on; None: ``n_neighbors``.
+    ordering : {"maxmin", "random"}, default="maxmin"
+        Vecchia solver: the ordering of the training points. "maxmin": each
+        next point the farthest from those before it (Guinness 2018, far more
+        accurate at the same m); "random": drawn from ``random_state``.
     n_jobs : int or None, default=None
         Optimiser runs (the first and the restarts) executed at once, as joblib
         tasks under the active ``joblib.parallel_config`` (loky processes by
@@ -141,11 +161,12 @@ class GaussianProcessRegressor(_SklearnGPR):
     kernel_ : kernel instance with the optimised hyperparameters.
     L_ : ndarray of shape (n_samples, n_samples), F-contiguous, or None
         Lower Cholesky factor of ``kernel_(X_train_) + alpha I``; the buffer
-        the fit worked in. None with the iterative solver.
+        the fit worked in. None with the Vecchia and iterative solvers.
     solver_ : str
-        "cholesky" or "iterative": the solver the fit used.
+        "cholesky", "vecchia" or "iterative": the solver the fit used.
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
-        Dual coefficients K^-1 y.
+        Dual coefficients K^-1 y (the Vecchia solver's: its sparse inverse
+        Cholesky factor's U U^T y).
     jitter_ : float
         Added to the diagonal beyond ``alpha`` because the training covariance
         was not numerically positive definite (0.0 normally); ``L_``,
@@ -610,7 +631,11 @@ class GaussianProcessRegressor(_SklearnGPR):
         -------
         log_likelihood : numpy.float64
             Log marginal likelihood; ``-inf`` where the kernel matrix is not
-            positive definite.
+            positive definite. With the Vecchia solver, Vecchia's
+            approximation of it on the fit's ordering and neighbours (the
+            function the optimiser saw; its error falls quickly with
+            ``n_neighbors``: docs/benchmarks.md); with the iterative solver,
+            the stochastic estimate with the fit's probes.
         log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
             Its gradient with respect to ``theta``; only with
             ``eval_gradient``.

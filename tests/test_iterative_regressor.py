@@ -194,22 +194,36 @@ def test_auto_takes_cholesky_when_the_buffer_fits(monkeypatch):
     assert gpr.solver == "auto" and gpr.solver_ == "cholesky" and gpr.L_ is not None
 
 
-def test_auto_switches_to_iterative_with_a_warning(monkeypatch):
-    n = 1200  # past the matrix-free estimate's fixed 8 MiB
+def test_auto_switches_to_vecchia_with_a_warning_where_the_buffer_does_not_fit(monkeypatch):
+    n = 2000  # past the Vecchia estimate's fixed 16 MiB
     X, y = _data(n=n)
     kwargs = dict(preconditioner_rank=10, n_probes=4, optimizer=None)
     dense = memory.fit_bytes(n, 1, 1, 3)
-    matrix_free = memory.iterative_fit_bytes(n, 1, 1, 4, 10)
-    assert matrix_free < dense
-    _patch_memory(monkeypatch, (dense + matrix_free) // 2)
+    vecchia = memory.vecchia_fit_bytes(n, 1, 1, 30)
+    assert vecchia < dense
+    _patch_memory(monkeypatch, (dense + vecchia) // 2)
     kernel = C(1.0) * RBF(1.0) + WhiteKernel(0.1)
-    with pytest.warns(UserWarning, match='solver="auto" chose the iterative solver: the '
+    with pytest.warns(UserWarning, match='solver="auto" chose the Vecchia solver: the '
                                          "Cholesky path needs about .* only .* is available"):
         gpr = GaussianProcessRegressor(kernel, **kwargs).fit(X, y)
-    assert gpr.solver_ == "iterative" and gpr.L_ is None
-    # the dense path itself refuses, naming the iterative solver as a remedy
-    with pytest.raises(InsufficientMemoryError, match='use solver="iterative"'):
+    assert gpr.solver_ == "vecchia" and gpr.L_ is None
+    # the dense path itself refuses, naming the other solvers as remedies
+    with pytest.raises(InsufficientMemoryError, match='use solver="vecchia".*'
+                                                      'use solver="iterative"'):
         GaussianProcessRegressor(kernel, solver="cholesky", **kwargs).fit(X, y)
+
+
+def test_auto_takes_vecchia_past_its_size_with_a_warning(monkeypatch):
+    from fastgp._solvers import choice
+
+    _patch_memory(monkeypatch, 2**40)
+    monkeypatch.setattr(choice, "AUTO_CHOLESKY_MAX_SAMPLES", 100)
+    X, y = _data(n=150)
+    with pytest.warns(UserWarning, match=r"chose the Vecchia solver: N = 150 samples is "
+                                         r"past 100.*flops"):
+        gpr = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1),
+                                       optimizer=None).fit(X, y)
+    assert gpr.solver_ == "vecchia"
 
 
 def test_auto_keeps_cholesky_for_a_slow_kernel(monkeypatch):

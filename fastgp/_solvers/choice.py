@@ -32,6 +32,17 @@ def make_solver(name, params):
     return SOLVERS[name].from_params(params)
 
 
+#: solver="auto" keeps the exact Cholesky path up to this many samples (if its
+#: buffer fits) and takes Vecchia's approximation past it. Measured on the
+#: 2-core benchmark machine (docs/benchmarks.md, "Which solver"): one exact
+#: loss+gradient costs 7.2 s at N = 8,000 and grows as N^3 (about 14 s here,
+#: a fit of some 40 evaluations ten minutes), against 0.04 s for Vecchia's at
+#: m = 30, whose optimum there is within a nat of the exact one in 2-D. A
+#: size, not a measured time, so that the choice (and so every result) does
+#: not depend on how busy the machine is.
+AUTO_CHOLESKY_MAX_SAMPLES = 10_000
+
+
 def choose_solver(requested, params, covariance, kernel, problem):
     """The :class:`~fastgp._solvers.base.Solver` a fit runs.
 
@@ -42,14 +53,15 @@ def choose_solver(requested, params, covariance, kernel, problem):
     kernel : the kernel, named in messages
     problem : fastgp._solvers.base.Problem
 
-    "auto" takes the iterative path, with a UserWarning giving both
-    estimates, where the kernel is on the fast path and the Cholesky path's
-    estimate does not fit the machine's memory budget (even once the other
-    fits running now release theirs: :func:`fastgp.memory.fits_in_memory`)
-    but the iterative one's does; otherwise the Cholesky path (whose refusal,
-    where nothing fits, names the remedies). The chosen solver then accepts
-    the kernel (a ValueError for a kernel it cannot run, a SlowKernelWarning
-    for one off the fast path on the Cholesky path).
+    "auto" keeps the Cholesky path where the kernel is off the fast path,
+    or where there are at most :data:`AUTO_CHOLESKY_MAX_SAMPLES` samples
+    and its buffer fits the machine's memory budget (even once the other
+    fits running now release theirs: :func:`fastgp.memory.fits_in_memory`);
+    otherwise it takes Vecchia's approximation, with a UserWarning that says
+    why, where Vecchia's estimate fits (else the Cholesky path, whose
+    refusal names the remedies). The chosen solver then accepts the kernel
+    (a ValueError for a kernel it cannot run, a SlowKernelWarning for one
+    off the fast path on the Cholesky path).
     """
     if requested != "auto":
         solver = make_solver(requested, params)
@@ -64,19 +76,31 @@ def _auto(params, problem):
     if not problem.fast:
         return cholesky
     dense_bytes = cholesky.fit_bytes(problem)
-    iterative = make_solver("iterative", params)
-    iterative_bytes = iterative.fit_bytes(problem)
     fits, reading = fits_in_memory(dense_bytes)
-    if fits or not fits_in_memory(iterative_bytes)[0]:
+    small = problem.n_samples <= AUTO_CHOLESKY_MAX_SAMPLES
+    if fits and small:
         return cholesky
+    vecchia = make_solver("vecchia", params)
+    if not fits_in_memory(vecchia.fit_bytes(problem))[0]:
+        return cholesky
+    n = problem.n_samples
+    why = (f"N = {n:,} samples is past {AUTO_CHOLESKY_MAX_SAMPLES:,}, where one exact "
+           f"evaluation costs about N^3 = {n ** 3:.1e} flops (dpotrf and dpotri; about "
+           f"{n ** 3 / 7e10:.0f} s on 2 cores)" if not small else
+           f"the Cholesky path needs about {format_bytes(dense_bytes)} for N = {n:,} "
+           f"samples, but only {format_bytes(reading.available)} is available to it "
+           f"({reading.source})")
+    if not small and not fits:
+        why += (f", and its buffer needs {format_bytes(dense_bytes)} where "
+                f"{format_bytes(reading.available)} is available ({reading.source})")
     warn_user(
-        f'solver="auto" chose the iterative solver: the Cholesky path needs about '
-        f"{format_bytes(dense_bytes)} for N = {problem.n_samples:,} samples, but only "
-        f"{format_bytes(reading.available)} is available to it ({reading.source}); the "
-        f"matrix-free path needs about {format_bytes(iterative_bytes)}. Its likelihood "
-        'is a stochastic estimate; pass solver="cholesky" or solver="iterative" to '
-        "choose yourself.", UserWarning)
-    return iterative
+        f'solver="auto" chose the Vecchia solver: {why}. Vecchia\'s approximation '
+        f"conditions each point on its {vecchia.n_neighbors} nearest earlier points "
+        f"(n_neighbors), in O(N m^3) time and about "
+        f"{format_bytes(vecchia.fit_bytes(problem))} here; its likelihood approaches the "
+        'exact one as n_neighbors grows. Pass solver="cholesky" (exact) or another '
+        "solver to choose yourself.", UserWarning)
+    return vecchia
 
 
 def fit_remedies(solver, params, problem):

@@ -52,6 +52,8 @@ from .estimates import (
     log_marginal_likelihood_bytes,
     predict_cov_bytes,
     sample_y_bytes,
+    vecchia_fit_bytes,
+    vecchia_predict_cov_bytes,
 )
 from .reading import MemoryReading, available_memory
 from .refuse import refusal
@@ -75,6 +77,8 @@ __all__ = [
     "log_marginal_likelihood_bytes",
     "predict_cov_bytes",
     "sample_y_bytes",
+    "vecchia_fit_bytes",
+    "vecchia_predict_cov_bytes",
     "SKIP_ENV",
     "ledger",
 ]

@@ -294,8 +294,9 @@ def vecchia_fit_bytes(n_samples, n_features, n_targets, n_neighbors):
 
 
 def vecchia_predict_cov_bytes(n_train, n_query, n_targets, n_neighbors):
-    """Estimate the peak extra bytes of a Vecchia model's joint prediction
-    (``predict(X, return_cov=True)``) on ``n_query`` points: the dense factor
+    """Estimate the peak extra bytes of a Vecchia model's joint prediction.
+
+    ``predict(X, return_cov=True)`` on ``n_query`` points: the dense factor
     of the kernel on the union of their ``n_neighbors`` nearest training
     points (at most N of them) and :func:`predict_cov_bytes` on it.
 

@@ -17,7 +17,6 @@ time and O(N m) memory per evaluation, a sum over independent blocks.
 
 import numpy as np
 
-from ..._backend.covariance import make_covariance
 from ...memory import estimates
 from ..base import Solver, on_idle_cores
 from .objective import VecchiaNegLogLikelihood, final_model
@@ -76,7 +75,7 @@ class VecchiaSolver(Solver):
         # the length scales its last layout was found at
         seed, scales = seed if isinstance(seed, tuple) else (seed, None)
         return VecchiaNegLogLikelihood(covariance, Y, diag_add, self.n_neighbors,
-                                       self.ordering, seed, scales)
+                                       self.ordering, seed, scales, verbose=verbose)
 
     def replay(self, objective, seed):
         return (objective.seed, objective.scales)

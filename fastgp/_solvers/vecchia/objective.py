@@ -22,6 +22,7 @@ Cholesky path's.
 """
 
 import math
+import time
 
 import numpy as np
 
@@ -71,18 +72,22 @@ class VecchiaNegLogLikelihood:
         the random ordering)
     scales : ndarray (d,) or None, the length scales of the first layout;
         None: the kernel's at its own hyperparameters
+    verbose : bool, print each layout's time per stage
 
     Attributes
     ----------
     n_evaluations : int
     n_layouts : int, how many times the ordering and neighbours were found
     scales : ndarray (d,), the length scales of the current layout
+    timings : dict, seconds of the latest layout's stages ("ordering",
+        "neighbours", "relabelling")
 
     Where some block is not positive definite, or a value is not finite, the
     call answers ``(inf, zeros)``, as every objective does.
     """
 
-    def __init__(self, covariance, Y, diag_add, n_neighbors, ordering, seed, scales=None):
+    def __init__(self, covariance, Y, diag_add, n_neighbors, ordering, seed, scales=None,
+                 verbose=False):
         self.kernel = covariance.kernel
         self.X = np.ascontiguousarray(covariance.X, dtype=np.float64)
         self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
@@ -93,6 +98,7 @@ class VecchiaNegLogLikelihood:
         self.seed = seed
         self.n_evaluations = 0
         self.n_layouts = 0
+        self.verbose = bool(verbose)
         self._layout(self._scales_at(self.kernel.theta) if scales is None
                      else np.asarray(scales, dtype=np.float64))
 
@@ -114,16 +120,28 @@ class VecchiaNegLogLikelihood:
         self.scales = scales
         Xs = scaled_inputs(self.X, scales)
         n = self.n_samples
+        m = min(self.n_neighbors, max(n - 1, 1))
+        start = time.perf_counter()
         perm = (maxmin_order(Xs, random_state=self.seed) if self.ordering == "maxmin"
                 else random_order(n, self.seed))
-        neighbours = ordered_neighbours(Xs, perm, min(self.n_neighbors, max(n - 1, 1)))
+        ordered = time.perf_counter()
+        neighbours = ordered_neighbours(Xs, perm, m)
+        found = time.perf_counter()
         layout = SpatialLayout(Xs, perm, neighbours)
+        self.timings = {"ordering": ordered - start, "neighbours": found - ordered,
+                        "relabelling": time.perf_counter() - found}
         self._points, self._neighbours = layout.point, layout.nbrs
         self._sigma = layout.sigma
         self._covariance = make_covariance(self.kernel, layout.take(self.X), warn=False)
         self._Y = layout.take(self.Y)
         self._diag_add = layout.take(self.diag_add)
         self.n_layouts += 1
+        if self.verbose:
+            print(f"      Vecchia layout {self.n_layouts} at length scales "
+                  f"{np.array2string(scales, precision=3)}: {self.ordering} ordering "
+                  f"{self.timings['ordering']:.2f} s, {m} neighbours "
+                  f"{self.timings['neighbours']:.2f} s, relabelling "
+                  f"{self.timings['relabelling']:.2f} s", flush=True)
 
     def needs_relayout(self, theta):
         """Whether the length scales at ``theta`` have moved far enough from

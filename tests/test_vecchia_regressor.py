@@ -1,0 +1,243 @@
+"""GaussianProcessRegressor(solver="vecchia"): Vecchia's approximation as the
+estimator runs it (docs/design.md, "Vecchia's approximation"). The
+conformance battery (tests/test_solver_conformance.py) checks it against the
+dense reference where it is exact; these tests check what is its own: the
+optimiser, the neighbours in the length-scaled space, restarts and threads,
+predictions on few neighbours, and answers to bad input."""
+
+import warnings
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern, WhiteKernel
+from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+import _fuzz
+from fastgp import GaussianProcessRegressor
+from fastgp._solvers.vecchia import reference as ref
+from fastgp._solvers.vecchia.scaling import length_scales, stale
+
+
+def _data(n=300, d=2, seed=0, noise=0.1):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.0, 1.0, size=(n, d))
+    y = np.sin(6 * X[:, 0]) * np.cos(4 * X[:, -1]) + noise * rng.standard_normal(n)
+    return X, y
+
+
+def _quiet(fit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return fit()
+
+
+KERNEL = C(1.0) * Matern(0.2, nu=1.5) + WhiteKernel(0.01)
+
+
+def test_vecchia_likelihood_equals_the_dense_reference_of_its_conditionals():
+    # at a few neighbours the estimator's log_marginal_likelihood is the sum
+    # of the conditional densities on the fit's own ordering and neighbours
+    X, y = _data(120)
+    gpr = GaussianProcessRegressor(KERNEL, solver="vecchia", n_neighbors=5,
+                                   optimizer=None, random_state=0).fit(X, y)
+    objective = GaussianProcessRegressor(KERNEL, solver="vecchia", n_neighbors=5)
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._solvers.choice import make_solver
+
+    solver = make_solver("vecchia", objective.get_params())
+    seed, scales = gpr._solver_seed
+    internal = solver.objective(make_covariance(KERNEL, X), y[:, None], np.full(120, 1e-10),
+                                (seed, scales))
+    perm = internal._sigma[internal._points]
+    nbrs = np.where(internal._neighbours >= 0, internal._sigma[internal._neighbours], -1)
+    value, grad = ref.vecchia_nll_grad_dense(KERNEL, X, y[:, None], np.full(120, 1e-10), perm, nbrs)
+    got, got_grad = gpr.log_marginal_likelihood(KERNEL.theta, eval_gradient=True)
+    assert -got == pytest.approx(value, rel=1e-10)
+    np.testing.assert_allclose(-got_grad, grad, rtol=1e-8, atol=1e-10)
+    assert gpr.log_marginal_likelihood_value_ == gpr.log_marginal_likelihood(KERNEL.theta)
+
+
+def test_vecchia_fit_is_near_the_exact_optimum_and_predicts_as_it():
+    X, y = _data(400)
+    exact = _quiet(lambda: GaussianProcessRegressor(KERNEL, solver="cholesky",
+                                                    random_state=0).fit(X, y))
+    vecchia = _quiet(lambda: GaussianProcessRegressor(KERNEL, solver="vecchia",
+                                                      random_state=0).fit(X, y))
+    assert vecchia.solver_ == "vecchia" and vecchia.L_ is None
+    # scored by the exact likelihood, Vecchia's optimum is within a nat
+    at_vecchia = exact.log_marginal_likelihood(vecchia.kernel_.theta)
+    assert exact.log_marginal_likelihood_value_ - at_vecchia < 1.0
+    Xq, _ = _data(50, seed=1)
+    mean, std = vecchia.predict(Xq, return_std=True)
+    exact_mean, exact_std = exact.predict(Xq, return_std=True)
+    assert np.max(np.abs(mean - exact_mean)) < 0.05
+    np.testing.assert_allclose(std, exact_std, rtol=0.1)
+
+
+def test_vecchia_neighbours_found_again_when_length_scales_move():
+    # ARD: one dimension barely matters; the fit starts isotropic, so the
+    # optimum's length scales' ratio moves far and the layout follows
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.0, 1.0, size=(400, 2))
+    y = np.sin(8 * X[:, 0]) + 0.05 * rng.standard_normal(400)
+    kernel = C(1.0) * RBF([0.3, 0.3]) + WhiteKernel(0.01)
+    gpr = _quiet(lambda: GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=10,
+                                                  random_state=0).fit(X, y))
+    _, scales = gpr._solver_seed
+    final = length_scales(gpr.kernel_, 2)
+    assert not stale(scales, final)  # the last layout is at the optimum's ratios
+    assert scales[1] / scales[0] > 3.0  # ... which are far from the start's 1
+
+
+def test_vecchia_scaling_takes_the_shortest_length_scale_per_dimension():
+    kernel = RBF([1.0, 4.0]) + Matern([2.0, 0.5], nu=1.5) * DotProduct(1.0)
+    np.testing.assert_array_equal(length_scales(kernel, 2), [1.0, 0.5])
+    np.testing.assert_array_equal(length_scales(DotProduct(1.0) + WhiteKernel(), 3),
+                                  [1.0, 1.0, 1.0])
+    assert not stale(np.array([1.0, 2.0]), np.array([3.0, 6.0]))  # a common factor
+    assert stale(np.array([1.0, 2.0]), np.array([1.0, 4.0]))
+
+
+def test_vecchia_same_bits_on_one_and_two_threads():
+    X, y = _data(600)
+    results = []
+    for count in (1, 2):
+        numba.set_num_threads(count)
+        try:
+            gpr = _quiet(lambda: GaussianProcessRegressor(
+                KERNEL, solver="vecchia", n_neighbors=8, random_state=0).fit(X, y))
+            results.append((gpr.kernel_.theta, gpr.alpha_, gpr.log_marginal_likelihood_value_,
+                            gpr.predict(X[:20] + 0.01, return_std=True)))
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    (t1, a1, l1, (m1, s1)), (t2, a2, l2, (m2, s2)) = results
+    np.testing.assert_array_equal(t1, t2)
+    np.testing.assert_array_equal(a1, a2)
+    assert l1 == l2
+    np.testing.assert_array_equal(m1, m2)
+    np.testing.assert_array_equal(s1, s2)
+
+
+def test_vecchia_restarts_in_workers_give_the_sequential_fit():
+    from joblib import parallel_config
+
+    X, y = _data(200)
+    kwargs = dict(solver="vecchia", n_neighbors=6, n_restarts_optimizer=2, random_state=0)
+    sequential = _quiet(lambda: GaussianProcessRegressor(KERNEL, **kwargs).fit(X, y))
+    with parallel_config(backend="threading"):
+        parallel = _quiet(lambda: GaussianProcessRegressor(KERNEL, n_jobs=2, **kwargs)
+                          .fit(X, y))
+    np.testing.assert_array_equal(parallel.kernel_.theta, sequential.kernel_.theta)
+    assert parallel.log_marginal_likelihood_value_ == sequential.log_marginal_likelihood_value_
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_vecchia_fewer_samples_than_neighbours_is_the_exact_gp(n):
+    # n_neighbors >= N: every earlier point is a neighbour (documented)
+    X, y = _data(n)
+    kernel = C(1.0) * RBF(0.5) + WhiteKernel(0.1)
+    vecchia = GaussianProcessRegressor(kernel, solver="vecchia", optimizer=None).fit(X, y)
+    exact = GaussianProcessRegressor(kernel, solver="cholesky", optimizer=None).fit(X, y)
+    assert vecchia.log_marginal_likelihood_value_ == pytest.approx(
+        exact.log_marginal_likelihood_value_, rel=1e-10, abs=1e-12)
+    np.testing.assert_allclose(vecchia.predict(X + 0.1, return_std=True),
+                               exact.predict(X + 0.1, return_std=True), rtol=1e-9, atol=1e-12)
+
+
+def test_vecchia_duplicated_inputs_without_any_nugget_are_a_clear_error():
+    X, y = _data(50)
+    X[10] = X[3]  # zero distance: a singular block without a nugget
+    with pytest.raises(np.linalg.LinAlgError, match="alpha"):
+        GaussianProcessRegressor(RBF(0.3), alpha=0.0, solver="vecchia",
+                                 optimizer=None).fit(X, y)
+    # the default alpha keeps every block positive definite (documented)
+    gpr = GaussianProcessRegressor(RBF(0.3), solver="vecchia", optimizer=None).fit(X, y)
+    assert np.isfinite(gpr.log_marginal_likelihood_value_)
+
+
+def test_vecchia_bad_parameters_are_value_errors():
+    X, y = _data(20)
+    for params in (dict(n_neighbors=0), dict(n_neighbors_predict=0),
+                   dict(ordering="hilbert")):
+        with pytest.raises(ValueError, match=next(iter(params))):
+            GaussianProcessRegressor(solver="vecchia", **params).fit(X, y)
+    with pytest.raises(ValueError, match="fast path"):
+        from sklearn.gaussian_process.kernels import PairwiseKernel
+
+        GaussianProcessRegressor(PairwiseKernel(), solver="vecchia").fit(X, y)
+
+
+def test_vecchia_joint_prediction_refuses_past_its_limit(monkeypatch):
+    import fastgp._solvers.vecchia.predict as predict
+
+    X, y = _data(200)
+    gpr = GaussianProcessRegressor(KERNEL, solver="vecchia", optimizer=None).fit(X, y)
+    mean, cov = gpr.predict(X[:4] + 0.01, return_cov=True)
+    _, std = gpr.predict(X[:4] + 0.01, return_std=True)
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), std, rtol=1e-3)
+    monkeypatch.setattr(predict, "JOINT_MAX_POINTS", 50)
+    with pytest.raises(ValueError, match="more than the 50.*return_std=True"):
+        gpr.predict(X[:20] + 0.01, return_cov=True)
+
+
+def test_vecchia_random_ordering_is_reproducible_and_differs_from_maxmin():
+    X, y = _data(300)
+    fits = [GaussianProcessRegressor(KERNEL, solver="vecchia", ordering=ordering,
+                                     n_neighbors=5, optimizer=None, random_state=seed).fit(X, y)
+            for ordering, seed in (("random", 0), ("random", 0), ("random", 1), ("maxmin", 0))]
+    values = [f.log_marginal_likelihood_value_ for f in fits]
+    assert values[0] == values[1] and values[0] != values[2] and values[0] != values[3]
+
+
+@st.composite
+def _vecchia_problems(draw):
+    n = draw(st.integers(1, 30))
+    d = draw(st.integers(1, 3))
+    X = draw(arrays(np.float64, (n, d), elements=_fuzz.ordinary))
+    if n > 2 and draw(st.booleans()):
+        X[-1] = X[0]  # a duplicated input
+    T = draw(st.sampled_from([1, 2]))
+    Y = draw(arrays(np.float64, (n, T), elements=_fuzz.ordinary))
+    kernel = draw(st.sampled_from([
+        lambda: C(1.3) * RBF(np.full(d, 0.9)) + WhiteKernel(0.05),
+        lambda: Matern(0.7, nu=0.5) + WhiteKernel(0.1),
+        lambda: C(0.8) * Matern(1.2, nu=2.5),
+        lambda: DotProduct(0.5) * RBF(1.1) + WhiteKernel(0.2)]))()
+    alpha = draw(st.sampled_from([1e-2, 1e-3, "array"]))
+    alpha = np.linspace(1e-3, 1e-2, n) if alpha == "array" else alpha
+    m = draw(st.integers(1, 8))
+    ordering = draw(st.sampled_from(["maxmin", "random"]))
+    return X, (Y[:, 0] if T == 1 else Y), kernel, alpha, m, ordering
+
+
+@_fuzz.FUZZ
+@given(_vecchia_problems())
+def test_fuzz_vecchia_equals_the_dense_reference_of_its_conditionals(problem):
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._solvers.choice import make_solver
+
+    X, y, kernel, alpha, m, ordering = problem
+    n = len(X)
+    gpr = GaussianProcessRegressor(kernel, alpha=alpha, solver="vecchia", n_neighbors=m,
+                                   ordering=ordering, optimizer=None, random_state=0)
+    gpr.fit(X, y)
+    Y = y.reshape(n, -1)
+    diag_add = np.broadcast_to(alpha, (n,)).astype(np.float64)
+    internal = make_solver("vecchia", gpr.get_params()).objective(
+        make_covariance(kernel, X), Y, diag_add, gpr._solver_seed)
+    perm = internal._sigma[internal._points]
+    nbrs = np.where(internal._neighbours >= 0, internal._sigma[internal._neighbours], -1)
+    value, _ = ref.vecchia_nll_grad_dense(kernel, X, Y, diag_add, perm, nbrs)
+    assert -gpr.log_marginal_likelihood_value_ == pytest.approx(value, rel=1e-8, abs=1e-8)
+    mean, std = gpr.predict(X + 0.25, return_std=True)
+    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+    if m >= n - 1:  # every earlier point a neighbour: the exact likelihood
+        exact = GaussianProcessRegressor(kernel, alpha=alpha, solver="cholesky",
+                                         optimizer=None).fit(X, y)
+        assert gpr.log_marginal_likelihood_value_ == pytest.approx(
+            exact.log_marginal_likelihood_value_, rel=1e-8, abs=1e-8)
