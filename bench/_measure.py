@@ -313,7 +313,7 @@ def _child_rss_bytes(pid):
 
 
 def run_in_subprocess(module, spec, timeout_s=600, memory_limit_bytes=None,
-                      env=None):
+                      env=None, python=None):
     """Run ``python -m module`` in a fresh process on one case and return its
     answer.
 
@@ -321,6 +321,8 @@ def run_in_subprocess(module, spec, timeout_s=600, memory_limit_bytes=None,
     it writes its result as JSON. A watchdog thread reads the child's resident
     memory every 20 ms (Linux) and kills it above ``memory_limit_bytes``,
     before the operating system's out-of-memory killer takes something else.
+    ``python`` is the child's interpreter (default: this one's), for a peer
+    installed in an environment of its own.
 
     Returns
     -------
@@ -335,7 +337,7 @@ def run_in_subprocess(module, spec, timeout_s=600, memory_limit_bytes=None,
             [str(REPO_ROOT)] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
         payload = dict(spec, out=str(out))
         with open(err, "w") as err_file:
-            proc = subprocess.Popen([sys.executable, "-m", module, json.dumps(payload)],
+            proc = subprocess.Popen([python or sys.executable, "-m", module, json.dumps(payload)],
                                     cwd=REPO_ROOT, env=child_env,
                                     stdout=subprocess.DEVNULL, stderr=err_file)
             killed = {"why": None, "peak": 0}

@@ -6,6 +6,15 @@
   Oak Ridge National Laboratory. Public domain.
 - Seattle hourly air temperature (deg F), all of 2010. NOAA, public domain,
   as packaged by the vega-datasets project.
+- Heaton et al.'s simulated land-surface temperatures: the simulated data
+  set of a published competition among methods for large spatial data, on a
+  500 x 300 grid, 105,569 cells observed and 44,431 held out under a real
+  cloud mask. M. J. Heaton et al. (2019), "A Case Study Competition Among
+  Methods for Analyzing Large Spatial Data", JABES 24:398-425,
+  doi:10.1007/s13253-018-00348-w; data and code published with the paper
+  (the ``heatoncomparison`` repository, provided as-is). Stored as its grid's
+  coordinates and the two temperature columns, which reproduce the
+  published CSV's numbers exactly.
 """
 
 import csv
@@ -14,7 +23,7 @@ from importlib import resources
 
 import numpy as np
 
-__all__ = ["load_mauna_loa_co2", "load_seattle_temperatures"]
+__all__ = ["load_mauna_loa_co2", "load_seattle_temperatures", "load_heaton_temperatures"]
 
 
 def _rows(name):
@@ -63,3 +72,32 @@ def load_seattle_temperatures():
     times = [datetime.strptime(d, "%Y-%m-%d %H:%M:%S") for d, _ in rows]
     hours = np.array([(t - times[0]).total_seconds() / 3600.0 for t in times])
     return hours.reshape(-1, 1), np.array([float(v) for _, v in rows])
+
+
+def load_heaton_temperatures():
+    """Heaton et al.'s (2019) simulated temperatures on a 500 x 300 grid.
+
+    The field was generated from a Matern (nu = 0.5) GP plus a nugget and a
+    mean (the data's README in the competition's repository); the
+    competition scored each method on the held-out cells by MAE, RMSE, CRPS,
+    the 95 % interval score and coverage.
+
+    Returns
+    -------
+    X : ndarray of shape (150000, 2)
+        The cells' coordinates (lon, lat): a map projection in units of 100
+        km, so Euclidean distance on them is right.
+    y : ndarray of shape (150000,)
+        The observed temperature, NaN on the 44,431 held-out cells.
+    truth : ndarray of shape (150000,)
+        The true temperature of every cell.
+    """
+    with resources.files("fastgp").joinpath("data", "heaton_simulated_temps.npz").open(
+            "rb") as f:
+        data = np.load(f)
+        lon, lat = data["lon"], data["lat"]
+        y, truth = data["masked_temp"], data["true_temp"]
+    row = np.arange(y.size)
+    # the table's order: the grid's rows from the northernmost, west to east
+    X = np.column_stack([lon[row % lon.size], lat[lat.size - 1 - row // lon.size]])
+    return X, y, truth

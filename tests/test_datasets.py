@@ -50,3 +50,23 @@ def test_loaders_return_fresh_arrays():
     y[:] = 0.0
     X2, y2 = load_mauna_loa_co2()
     assert X2[0, 0] > 1958 and y2[0] > 300
+
+
+def test_heaton_temperatures_are_the_competitions_grid_and_mask():
+    from fastgp.datasets import load_heaton_temperatures
+
+    X, y, truth = load_heaton_temperatures()
+    assert X.shape == (150000, 2) and y.shape == truth.shape == (150000,)
+    observed = ~np.isnan(y)
+    assert observed.sum() == 105_569  # the rest are held out by the cloud mask
+    assert np.all(np.isfinite(truth)) and np.all(np.isfinite(X))
+    # a 500 x 300 grid, about 0.00927 apart (100 km units), rows from the north
+    assert len(np.unique(X[:, 0])) == 500 and len(np.unique(X[:, 1])) == 300
+    np.testing.assert_allclose(np.diff(np.unique(X[:, 0])), 0.009274, atol=1e-6)
+    assert X[0, 1] > X[-1, 1] and X[0, 0] < X[1, 0]
+    # the mean the authors simulated around, and the first rows of their CSV
+    assert 40 < truth.mean() < 50
+    np.testing.assert_array_equal(X[:2], [[-95.9115300, 37.0681113],
+                                          [-95.9022560, 37.0681113]])
+    np.testing.assert_allclose(truth[:2], [43.86104190399225, 43.72040145259148],
+                               rtol=0, atol=0)

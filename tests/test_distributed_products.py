@@ -14,6 +14,7 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
+from fastgp._solvers import workers
 from fastgp._solvers.iterative import distributed as dp
 from fastgp._backend.covariance import make_covariance
 from fastgp._solvers.iterative.objective import IterativeNegLogMarginalLikelihood
@@ -101,8 +102,8 @@ def test_worker_products_give_the_in_process_bits_and_send_the_inputs_once(backe
         # per row product: V to every task, K V's rows back
         assert traffic.bytes_back >= 4 * V.nbytes
         # a worker process that lost the inputs (restarted) gets them again
-        with dp._FITS_LOCK:
-            dp._FITS.pop(products.token)
+        with workers._FITS_LOCK:
+            workers._FITS.pop(products.token)
         np.testing.assert_array_equal(products.matmat(theta, V), backend.matmat(theta, V))
         assert products.traffic.resent == kv_tasks
         assert products.traffic.inputs_sent == 2 * kv_tasks
@@ -115,7 +116,7 @@ def test_worker_processes_keep_the_inputs_of_a_few_fits_only(backend):
         fits = [dp.WorkerProducts(backend, always=True) for _ in range(dp.CACHED_FITS + 2)]
         for products in fits:
             products.matmat(theta, V)
-    held = set(dp._FITS)
+    held = set(workers._FITS)
     assert {p.token for p in fits[-dp.CACHED_FITS:]} <= held
     assert not {p.token for p in fits[:2]} & held
 
@@ -187,7 +188,7 @@ def test_a_dask_cluster_runs_the_products_and_gives_the_local_run(ledger):
     np.testing.assert_array_equal(lml[1], local_lml[1])
 
     # the cluster's two worker processes ran fastgp's tasks
-    tasks = [task for task in stream.data if "_run_block" in task["key"]]
+    tasks = [task for task in stream.data if "_run_task" in task["key"]]
     assert {task["worker"] for task in tasks} == set(worker_pids)
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids.values()
     traffic = objective.covariance.traffic

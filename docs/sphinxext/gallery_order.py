@@ -10,6 +10,7 @@ ORDER = [
     "plot_gplvm_digits.py",
     "plot_pipeline_grid_search.py",
     "plot_uncertainty.py",
+    "plot_vecchia_heaton.py",
     "plot_iterative.py",
     "plot_cluster_iterative.py",
 ]

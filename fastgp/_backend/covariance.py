@@ -154,6 +154,10 @@ class FastCovariance:
     def n_theta(self):
         return self.program.n_theta
 
+    @property
+    def n_samples(self):
+        return self.X_T.shape[1]
+
     def fill_lower(self, theta, diag_add, K_out):
         """Write tril(k(X, X)) + diag(diag_add) at ``theta`` into K_out
         (n, n) F-contiguous; the strict upper triangle is not touched."""
@@ -314,26 +318,57 @@ class FastCovariance:
         p = self.program
         return p.ops, p.op_float, p.params(theta), p.theta_of_param, p.stack_depth
 
-    def vecchia_terms(self, theta, Y, diag_add, points, neighbours, want_grad=True):
-        """Vecchia's negative log-likelihood over the rows (points[i] after
-        its conditioning set neighbours[i]) of these training inputs, and its
-        theta-gradient (docs/design.md, "Vecchia's approximation";
-        :func:`fastgp._engine.vecchia_passes.vecchia_nll_grad`).
+    @staticmethod
+    def vecchia_blocks(n_rows):
+        """How many position blocks Vecchia's passes cut n_rows rows into (a
+        function of n_rows alone)."""
+        return vecchia_jitted.position_blocks(int(n_rows)).size - 1
+
+    def vecchia_partials(self, theta, Y, diag_add, points, neighbours, want_grad=True,
+                         blocks=None):
+        """The partial sums of Vecchia's negative log-likelihood and its
+        theta-gradient per position block, over the rows (points[i] after its
+        conditioning set neighbours[i]) of these training inputs
+        (docs/design.md, "Vecchia's approximation";
+        :func:`fastgp._engine.vecchia_passes.vecchia_partials`).
 
         Y (n, T); diag_add (n,); points (r,) int64; neighbours (r, m) int64,
-        -1 padded. Returns (nll, grad (n_theta,) or None, n_bad): nll inf and
-        grad zeros where n_bad rows' blocks were not positive definite."""
+        -1 padded; blocks (first, last) of :meth:`vecchia_blocks` (r) or None
+        for all. Returns (partial (blocks, 1 + n_theta or 1), flags
+        (blocks,) int64): a block's bits whichever range it is computed in."""
         with parallel_region():
-            return vecchia_jitted.vecchia_nll_grad(
+            return vecchia_jitted.vecchia_partials(
                 self.X_T, Y, diag_add, points, neighbours, *self._vecchia_program(theta),
-                self.program.n_theta, want_grad=want_grad)
+                self.program.n_theta, want_grad=want_grad, blocks=blocks)
 
-    def vecchia_dual(self, theta, Y, diag_add, points, neighbours):
-        """Vecchia's K~^-1 Y (n, T) over the same rows, and n_bad (the dual
-        is None where it is not 0)."""
+    def vecchia_terms(self, theta, Y, diag_add, points, neighbours, want_grad=True):
+        """Vecchia's negative log-likelihood and its gradient, from every
+        block's :meth:`vecchia_partials` summed in block order: (nll, grad
+        (n_theta,) or None, n_bad), nll inf and grad zeros where n_bad rows'
+        blocks were not positive definite."""
+        partial, flags = self.vecchia_partials(theta, Y, diag_add, points, neighbours,
+                                               want_grad=want_grad)
+        return self.vecchia_total(partial, flags, want_grad)
+
+    def vecchia_total(self, partial, flags, want_grad=True):
+        """(nll, grad or None, n_bad) from every block's partial sums and
+        flags (:meth:`vecchia_partials`, concatenated in block order)."""
+        return vecchia_jitted.vecchia_total(partial, flags, self.program.n_theta, want_grad)
+
+    def vecchia_weight_rows(self, theta, Y, diag_add, points, neighbours, blocks=None):
+        """The rows (b, v, r) of Vecchia's sparse inverse Cholesky factor for
+        the position blocks ``blocks`` (None: all), and n_bad
+        (:func:`fastgp._engine.vecchia_passes.vecchia_weight_rows`)."""
         with parallel_region():
-            return vecchia_jitted.vecchia_dual_weights(
-                self.X_T, Y, diag_add, points, neighbours, *self._vecchia_program(theta))
+            return vecchia_jitted.vecchia_weight_rows(
+                self.X_T, Y, diag_add, points, neighbours, *self._vecchia_program(theta),
+                blocks=blocks)
+
+    @staticmethod
+    def vecchia_dual(points, neighbours, b, v, r, n_samples):
+        """Vecchia's K~^-1 Y (n_samples, T) from every row's (b, v, r), in
+        row order (one serial pass)."""
+        return vecchia_jitted.vecchia_dual_from_rows(points, neighbours, b, v, r, n_samples)
 
     def vecchia_predict(self, theta, X_query, Y, diag_add, neighbours):
         """The conditional mean (m, T) and latent variance (m,) of each query

@@ -107,7 +107,8 @@ from .interpreter import D_THETA, TILE, VALUES, allocate_scratch, call_eval_tile
 from .leaves import LEAF_ENTRIES, LEAF_SLOT
 
 __all__ = ["VECCHIA_BLOCKS", "LANES", "position_blocks", "vecchia_pass",
-           "vecchia_predict_pass", "vecchia_weights_pass", "vecchia_dual", "vecchia_nll_grad",
+           "vecchia_predict_pass", "vecchia_weights_pass", "vecchia_dual", "vecchia_partials",
+           "vecchia_total", "vecchia_nll_grad", "vecchia_weight_rows", "vecchia_dual_from_rows",
            "vecchia_predict", "vecchia_dual_weights", "vecchia_table",
            "is_stationary", "lanes_set", "lanes_add", "lanes_sub", "lanes_diff", "lanes_dot_add",
            "PHASE_GATHER", "PHASE_KERNEL", "PHASE_FACTOR", "PHASE_ALL"]
@@ -1166,20 +1167,8 @@ def _c_array(a, dtype):
     return np.require(np.asarray(a, dtype=dtype), dtype, ["C", "W"])
 
 
-def vecchia_nll_grad(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta_of_param,
-                     stack_depth, n_theta, want_grad=True, packed=None,
-                     last_phase=PHASE_ALL):
-    """Vecchia's NLL and gradient (:func:`vecchia_pass`), summed in block order.
-
-    X (d, N) (kernel_input); Y (N,) or (N, T); diag_add (N,); perm (N,);
-    nbrs (N, m) (-1 padded); the KernelProgram arrays and params (natural
-    scale). want_grad False: the value alone (VALUES mode). packed None:
-    packed tiles where the program is stationary (:func:`is_stationary`).
-
-    Returns (nll, grad (n_theta,) or None, n_bad): nll = inf and grad = zeros
-    where n_bad > 0 blocks B were not positive definite (the answer that
-    makes a line search back off, as fastgp.objective's).
-    """
+def _rows_arguments(X, Y, diag_add, perm, nbrs):
+    """The passes' row arrays as their one compiled type each."""
     X = _c_array(X, np.float64)
     Y = _c_array(Y, np.float64)
     if Y.ndim == 1:
@@ -1189,22 +1178,98 @@ def vecchia_nll_grad(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta_of
                         np.float64)
     perm = _c_array(perm, np.int64)
     nbrs = _c_array(nbrs, np.int64)
-    if nbrs.ndim != 2 or nbrs.shape[0] != n:
-        raise ValueError(f"nbrs must have shape ({n}, m), not {nbrs.shape}")
+    if nbrs.ndim != 2 or nbrs.shape[0] != perm.shape[0]:
+        raise ValueError(f"nbrs must have shape ({perm.shape[0]}, m), not {nbrs.shape}")
+    return X, Y, diag_add, perm, nbrs
+
+
+def vecchia_partials(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta_of_param,
+                     stack_depth, n_theta, want_grad=True, blocks=None, packed=None,
+                     last_phase=PHASE_ALL):
+    """The position blocks' partial sums of :func:`vecchia_pass`.
+
+    X (d, N) (kernel_input); Y (N,) or (N, T); diag_add (N,); perm (r,);
+    nbrs (r, m) (-1 padded); the KernelProgram arrays and params (natural
+    scale). want_grad False: the value alone (VALUES mode). blocks: (first,
+    last), the range of :func:`position_blocks` (r)'s blocks to compute (None:
+    all); the same block gives the same bits whatever range it is computed
+    in. packed None: packed tiles where the program is stationary
+    (:func:`is_stationary`).
+
+    Returns (partial (last - first, 1 + n_theta or 1), flags (last - first,)
+    int64): each block's NLL and gradient, and its rows whose B was not
+    positive definite.
+    """
+    X, Y, diag_add, perm, nbrs = _rows_arguments(X, Y, diag_add, perm, nbrs)
     if packed is None:
         packed = is_stationary(ops)
     n_eval = int(n_theta) if want_grad else 0
-    bounds = position_blocks(n)
+    bounds = position_blocks(perm.shape[0])
+    if blocks is not None:
+        bounds = np.ascontiguousarray(bounds[blocks[0]:blocks[1] + 1])
     partial = np.empty((bounds.size - 1, 1 + n_eval))
     flags = np.empty(bounds.size - 1, dtype=np.int64)
     vecchia_pass(vecchia_table(ops), X, Y, diag_add, perm, nbrs, ops, op_float,
                  _c_array(params, np.float64), theta_of_param, np.int64(stack_depth),
                  np.int64(n_eval), bool(packed), bounds, np.int64(last_phase), partial, flags)
+    return partial, flags
+
+
+def vecchia_total(partial, flags, n_theta, want_grad):
+    """(nll, grad (n_theta,) or None, n_bad) from every block's partial sums
+    (:func:`vecchia_partials`, in block order): nll = inf and grad = zeros
+    where n_bad > 0 blocks B were not positive definite (the answer that
+    makes a line search back off, as every objective's)."""
     n_bad = int(flags.sum())
     if n_bad:
         return math.inf, (np.zeros(n_theta) if want_grad else None), n_bad
     total = partial.sum(axis=0)
     return float(total[0]), (total[1:] if want_grad else None), 0
+
+
+def vecchia_nll_grad(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta_of_param,
+                     stack_depth, n_theta, want_grad=True, packed=None,
+                     last_phase=PHASE_ALL):
+    """Vecchia's NLL and gradient (:func:`vecchia_pass`) over all blocks,
+    summed in block order: (nll, grad (n_theta,) or None, n_bad), as
+    :func:`vecchia_total`; the arguments as :func:`vecchia_partials`'s."""
+    partial, flags = vecchia_partials(X, Y, diag_add, perm, nbrs, ops, op_float, params,
+                                      theta_of_param, stack_depth, n_theta,
+                                      want_grad=want_grad, packed=packed,
+                                      last_phase=last_phase)
+    return vecchia_total(partial, flags, n_theta, want_grad)
+
+
+def vecchia_weight_rows(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta_of_param,
+                        stack_depth, blocks=None, packed=None):
+    """The rows (b, v, r) of the inverse factor (:func:`vecchia_weights_pass`)
+    for the position blocks ``blocks`` = (first, last) (None: all), the
+    arguments as :func:`vecchia_partials`'s: b (rows, m), v (rows,),
+    r (rows, T) for the rows of those blocks, and n_bad."""
+    X, Y, diag_add, perm, nbrs = _rows_arguments(X, Y, diag_add, perm, nbrs)
+    if packed is None:
+        packed = is_stationary(ops)
+    bounds = position_blocks(perm.shape[0])
+    if blocks is not None:
+        bounds = np.ascontiguousarray(bounds[blocks[0]:blocks[1] + 1])
+    rows = slice(int(bounds[0]), int(bounds[-1]))
+    b = np.empty(nbrs.shape)
+    v = np.empty(perm.shape[0])
+    r = np.empty((perm.shape[0], Y.shape[1]))
+    flags = np.empty(bounds.size - 1, dtype=np.int64)
+    vecchia_weights_pass(vecchia_table(ops), X, Y, diag_add, perm, nbrs, ops, op_float,
+                         _c_array(params, np.float64), theta_of_param, np.int64(stack_depth),
+                         bool(packed), bounds, b, v, r, flags)
+    return b[rows], v[rows], r[rows], int(flags.sum())
+
+
+def vecchia_dual_from_rows(perm, nbrs, b, v, r, n):
+    """A = U U^T Y (n, T) from every row's (b, v, r) in row order
+    (:func:`vecchia_dual`)."""
+    out = np.empty((int(n), r.shape[1]))
+    vecchia_dual(_c_array(perm, np.int64), _c_array(nbrs, np.int64), _c_array(b, np.float64),
+                 _c_array(v, np.float64), _c_array(r, np.float64), out)
+    return out
 
 
 def vecchia_dual_weights(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta_of_param,
@@ -1214,31 +1279,11 @@ def vecchia_dual_weights(X, Y, diag_add, perm, nbrs, ops, op_float, params, thet
     :func:`vecchia_dual`; the arguments as :func:`vecchia_nll_grad`'s.
     Returns (A, n_bad): A is None where n_bad > 0 rows' B was not positive
     definite."""
-    X = _c_array(X, np.float64)
-    Y = _c_array(Y, np.float64)
-    if Y.ndim == 1:
-        Y = Y.reshape(-1, 1)
-    n = X.shape[1]
-    diag_add = _c_array(np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (n,)),
-                        np.float64)
-    perm = _c_array(perm, np.int64)
-    nbrs = _c_array(nbrs, np.int64)
-    if packed is None:
-        packed = is_stationary(ops)
-    bounds = position_blocks(n)
-    b = np.empty(nbrs.shape)
-    v = np.empty(n)
-    r = np.empty((n, Y.shape[1]))
-    flags = np.empty(bounds.size - 1, dtype=np.int64)
-    vecchia_weights_pass(vecchia_table(ops), X, Y, diag_add, perm, nbrs, ops, op_float,
-                         _c_array(params, np.float64), theta_of_param, np.int64(stack_depth),
-                         bool(packed), bounds, b, v, r, flags)
-    n_bad = int(flags.sum())
+    b, v, r, n_bad = vecchia_weight_rows(X, Y, diag_add, perm, nbrs, ops, op_float, params,
+                                         theta_of_param, stack_depth, packed=packed)
     if n_bad:
         return None, n_bad
-    out = np.empty((n, Y.shape[1]))
-    vecchia_dual(perm, nbrs, b, v, r, out)
-    return out, 0
+    return vecchia_dual_from_rows(perm, nbrs, b, v, r, np.shape(X)[1]), 0
 
 
 def vecchia_predict(X, X_query, Y, diag_add, nbrs, ops, op_float, params, theta_of_param,

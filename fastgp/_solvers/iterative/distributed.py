@@ -24,29 +24,23 @@ wrapped backend's, in this process.
 - **Fixed blocks.** ``block_rows`` (default :func:`default_block_rows`, a
   function of N alone) sets the tasks of a product; the number of workers sets
   only how many run at once.
-- **The training inputs travel once per fit.** The first product of a fit
-  sends X and the kernel program with its tasks; each worker process keeps
-  them under the fit's token (the last :data:`CACHED_FITS` fits). Later tasks
-  carry the token, the block's bounds, theta and the vectors; a worker that
-  does not hold the token (a new worker, a restarted one) answers so and its
-  tasks go again with X. Per product the vectors go out (joblib's dask backend
-  scatters each array argument of a call once, so every worker fetches it
-  once) and the blocks' rows come back.
+- **The training inputs travel once per fit** (:mod:`fastgp._solvers.workers`,
+  the mechanism Vecchia's solver shares). The first product of a fit sends X
+  and the kernel program with its tasks; each worker process keeps them
+  under the fit's token (the last ``CACHED_FITS`` fits). Later tasks carry
+  the token, the block's bounds, theta and the vectors; a worker that does
+  not hold the token (a new worker, a restarted one) answers so and its
+  tasks go again with X. Per product the vectors go out (joblib's dask
+  backend scatters each array argument of a call once, so every worker
+  fetches it once) and the blocks' rows come back.
 """
 
-import threading
-import uuid
-from collections import OrderedDict
-from dataclasses import dataclass
-
-import joblib
 import numpy as np
-from joblib.parallel import get_active_backend
 
-from ..._engine.threads import threads_for
+from ..workers import CACHED_FITS, TaskDispatcher, Traffic, tasks_on_workers, worker_counts
 
 __all__ = ["WorkerProducts", "Traffic", "products_in_workers", "default_block_rows",
-           "worker_counts", "for_fit"]
+           "worker_counts", "for_fit", "CACHED_FITS"]
 
 #: Rows per task above 8 x this many samples; below, N / 8 rows (8 tasks).
 DEFAULT_BLOCK_ROWS = 4096
@@ -54,24 +48,9 @@ DEFAULT_BLOCK_ROWS = 4096
 #: Tasks of a product below 8 x DEFAULT_BLOCK_ROWS samples.
 MIN_TASKS = 8
 
-#: Fits whose inputs a worker process keeps (least recently used goes first).
-CACHED_FITS = 4
-
-# joblib backends whose tasks run in this process or in this machine's
-# processes: Numba's threads do the same work without moving the vectors (and
-# multiprocessing's pool, new for every call, would not keep the inputs)
-_LOCAL_BACKENDS = (joblib.parallel.LokyBackend, joblib.parallel.MultiprocessingBackend,
-                   joblib.parallel.ThreadingBackend, joblib.parallel.SequentialBackend)
-
-
-def products_in_workers():
-    """Whether the active joblib backend sends the products to its workers:
-    a backend set by ``joblib.parallel_config`` (or ``parallel_backend``)
-    other than those that run on this machine: loky (joblib's default),
-    multiprocessing, threading and sequential."""
-    backend, _ = get_active_backend()
-    return (not isinstance(backend, _LOCAL_BACKENDS)
-            and not getattr(backend, "uses_threads", False))
+#: Whether the active joblib backend sends the products to its workers
+#: (:func:`fastgp._solvers.workers.tasks_on_workers`).
+products_in_workers = tasks_on_workers
 
 
 def default_block_rows(n_samples):
@@ -87,79 +66,19 @@ def row_blocks(n_rows, block_rows):
     return np.append(bounds, np.int64(n_rows))
 
 
-@dataclass
-class Traffic:
-    """What the products handed to joblib, counted as the bytes of the
-    arrays in each task's arguments and result (what a backend that pickles
-    every task's arguments moves; joblib's dask backend sends each array
-    argument of a call once per worker, docs/design.md).
-
-    calls : int, products sent to the workers
-    tasks : int, joblib tasks (resent ones included)
-    bytes_out : int, array bytes in the tasks' arguments
-    bytes_back : int, array bytes in their results
-    inputs_sent : int, tasks that carried the training inputs
-    resent : int, tasks sent again because their worker lacked the inputs
-    """
-
-    calls: int = 0
-    tasks: int = 0
-    bytes_out: int = 0
-    bytes_back: int = 0
-    inputs_sent: int = 0
-    resent: int = 0
+def _ship(covariance):
+    """The backend without its X (pickles small), and X as its own array."""
+    shipped = object.__new__(type(covariance))
+    shipped.__dict__.update(covariance.__dict__)
+    shipped.X = None
+    return shipped, (covariance.X,)
 
 
-# --------------------------------------------------------------- worker side
-_FITS = OrderedDict()
-_FITS_LOCK = threading.Lock()
-_COUNTS = {"tasks": 0, "inputs_received": 0}
-
-
-def worker_counts():
-    """This process's tasks run and training inputs received (a dict); for
-    ``distributed.Client.run`` in tests and benchmarks."""
-    with _FITS_LOCK:
-        return dict(_COUNTS, fits_held=len(_FITS))
-
-
-def _covariance_for(token, covariance):
-    """The fit's backend held under ``token``, keeping ``covariance`` (the
-    fit's FastCovariance, or None) under it first; None when not held."""
-    with _FITS_LOCK:
-        _COUNTS["tasks"] += 1
-        if token not in _FITS and covariance is not None:
-            _COUNTS["inputs_received"] += 1
-            _FITS[token] = covariance
-            while len(_FITS) > CACHED_FITS:
-                _FITS.popitem(last=False)
-        held = _FITS.get(token)
-        if held is not None:
-            _FITS.move_to_end(token)
-        return held
-
-
-def _run_block(token, covariance, X, method, *args):
-    """One task: ``method`` of the fit's backend with ``args``; None when this
-    process does not hold the fit's inputs and none came with the task.
-    ``covariance`` comes without its X (``X`` is a separate argument, which
-    joblib's dask backend scatters once per call)."""
-    if covariance is not None:
-        covariance.X = X  # as the passes read it (FastCovariance.X's setter)
-    held = _covariance_for(token, covariance)
-    if held is None:
-        return None
-    with threads_for(held.X.shape[0]) as governor:
-        return governor.evaluate(getattr(held, method),
-                                 *[_writeable(a) if isinstance(a, np.ndarray) else a
-                                   for a in args])
-
-
-def _writeable(a):
-    """``a`` as the compiled passes were compiled for: a received array may
-    be read-only (a buffer from the network), which Numba would compile
-    again for (fastgp._backend.covariance.kernel_input); copied only then."""
-    return np.require(a, requirements=["C_CONTIGUOUS", "WRITEABLE"])
+def _receive(shipped, arrays):
+    """The backend in a worker, its X set as the passes read it
+    (FastCovariance.X's setter)."""
+    shipped.X = arrays[0]
+    return shipped
 
 
 # --------------------------------------------------------------- caller side
@@ -189,24 +108,24 @@ class WorkerProducts:
         n = covariance.X.shape[0]
         self.block_rows = default_block_rows(n) if block_rows is None else int(block_rows)
         self.always = bool(always)
-        self.token = uuid.uuid4().hex
-        self.traffic = Traffic()
-        self._inputs_sent = False
+        self.dispatcher = TaskDispatcher(covariance, _ship, _receive)
         n_tasks = row_blocks(n, self.block_rows).size - 1
         self._column_groups = _group_column_blocks(covariance.bounds, n_tasks)
         self._pair_block_groups = _group_column_blocks(covariance.pair_schedule()[0], n_tasks)
 
     def __getattr__(self, name):
         # everything but the products is the wrapped backend's (in this process)
-        if name == "covariance":
+        if name in ("covariance", "dispatcher"):
             raise AttributeError(name)
         return getattr(self.covariance, name)
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["traffic"] = Traffic()
-        state["_inputs_sent"] = False  # the unpickled fit may meet other workers
-        return state
+    @property
+    def token(self):
+        return self.dispatcher.token
+
+    @property
+    def traffic(self):
+        return self.dispatcher.traffic
 
     # ----------------------------------------------------------- products
     def _in_workers(self):
@@ -269,54 +188,13 @@ class WorkerProducts:
         return self._map(method, [(theta, int(a), int(b), n_theta, V2)
                                   for a, b in zip(bounds[:-1], bounds[1:])])
 
-    # ----------------------------------------------------------- dispatch
     def _map(self, method, calls):
+        return self._dispatch(method, calls)
+
+    def _dispatch(self, method, calls):
         """``method(*call)`` of the fit's backend for each call, as joblib
-        tasks; results in call order. Every call's arrays are passed as
-        themselves (one object for all tasks), so joblib's dask backend
-        scatters each once per product."""
-        self.traffic.calls += 1
-        with_inputs = not self._inputs_sent
-        results = self._dispatch(method, calls, with_inputs)
-        missed = [i for i, r in enumerate(results) if r is None]
-        if missed:  # workers that do not hold this fit's inputs
-            again = self._dispatch(method, [calls[i] for i in missed], True)
-            self.traffic.resent += len(missed)
-            for i, r in zip(missed, again):
-                if r is None:
-                    raise RuntimeError("a joblib worker lost fastgp's training inputs "
-                                       "between receiving and using them")
-                results[i] = r
-        self._inputs_sent = True
-        return results
-
-    def _dispatch(self, method, calls, with_inputs):
-        cov = self.covariance
-        if with_inputs:
-            # the backend without its X: X goes as its own argument (scattered)
-            shipped = _without_inputs(cov)
-            X = cov.X
-        else:
-            shipped, X = None, None
-        _, n_jobs = get_active_backend()
-        results = joblib.Parallel(n_jobs=-1 if n_jobs is None else n_jobs, batch_size=1)(
-            joblib.delayed(_run_block)(self.token, shipped, X, method, *call)
-            for call in calls)
-        t = self.traffic
-        t.tasks += len(calls)
-        t.inputs_sent += len(calls) if with_inputs else 0
-        t.bytes_out += sum(_array_bytes(call) for call in calls)
-        t.bytes_out += len(calls) * (cov.X.nbytes if with_inputs else 0)
-        t.bytes_back += sum(_array_bytes([r]) for r in results)
-        return results
-
-
-def _without_inputs(covariance):
-    """A shallow copy of the backend with X set to None (pickles small)."""
-    shipped = object.__new__(type(covariance))
-    shipped.__dict__.update(covariance.__dict__)
-    shipped.X = None
-    return shipped
+        tasks (:class:`fastgp._solvers.workers.TaskDispatcher`)."""
+        return self.dispatcher.map(method, calls)
 
 
 def _group_column_blocks(bounds, n_groups):
@@ -334,10 +212,6 @@ def _block(V, n):
     if V.ndim not in (1, 2) or V.shape[0] != n:
         raise ValueError(f"expected an array of shape ({n},) or ({n}, t), got {V.shape}")
     return np.ascontiguousarray(V.reshape(n, -1))
-
-
-def _array_bytes(values):
-    return sum(v.nbytes for v in values if isinstance(v, np.ndarray))
 
 
 def for_fit(covariance):

@@ -13,7 +13,8 @@ The ordering (maxmin by default: Guinness 2018) and the conditioning sets are
 found once, in the inputs divided by the kernel's length scales
 (:mod:`.scaling`), and the samples relabelled for memory locality
 (:class:`.neighbours.SpatialLayout`); the objective is then one smooth
-function of theta, as L-BFGS-B wants. :meth:`VecchiaNegLogLikelihood.relayout`
+function of theta, as L-BFGS-B wants. Its sums over blocks run here or on a
+cluster's workers (:mod:`.distributed`), with the same bits. :meth:`VecchiaNegLogLikelihood.relayout`
 finds them again at new length scales, between optimiser runs.
 
 With m = N - 1 every earlier point is a neighbour and the product of the
@@ -29,6 +30,7 @@ import numpy as np
 from ..._backend.covariance import make_covariance
 from ...exceptions import NotPositiveDefiniteError
 from ..base import KeptModel, PointFailed, guarded_value, guarded_value_and_grad
+from .distributed import VecchiaRows, VecchiaSums
 from .neighbours import SpatialLayout, ordered_neighbours
 from .ordering import maxmin_order, random_order
 from .scaling import length_scales, scaled_inputs, stale
@@ -132,9 +134,9 @@ class VecchiaNegLogLikelihood:
                         "relabelling": time.perf_counter() - found}
         self._points, self._neighbours = layout.point, layout.nbrs
         self._sigma = layout.sigma
-        self._covariance = make_covariance(self.kernel, layout.take(self.X), warn=False)
-        self._Y = layout.take(self.Y)
-        self._diag_add = layout.take(self.diag_add)
+        self._sums = VecchiaSums(VecchiaRows(
+            make_covariance(self.kernel, layout.take(self.X), warn=False),
+            layout.take(self.Y), layout.take(self.diag_add), layout.point, layout.nbrs))
         self.n_layouts += 1
         if self.verbose:
             print(f"      Vecchia layout {self.n_layouts} at length scales "
@@ -153,9 +155,7 @@ class VecchiaNegLogLikelihood:
     def evaluate(self, theta, want_grad=True):
         """(nll, grad or None) at theta; raises NotPositiveDefiniteError
         where a block is not positive definite."""
-        nll, grad, n_bad = self._covariance.vecchia_terms(
-            np.asarray(theta, dtype=np.float64), self._Y, self._diag_add, self._points,
-            self._neighbours, want_grad=want_grad)
+        nll, grad, n_bad = self._sums.terms(theta, want_grad=want_grad)
         if n_bad:
             raise _NotPositiveDefinite(n_bad, self.n_samples)
         if not math.isfinite(nll):
@@ -175,9 +175,7 @@ class VecchiaNegLogLikelihood:
     def dual(self, theta):
         """Vecchia's K~^-1 Y (n, T) in the estimator's sample order; raises
         NotPositiveDefiniteError."""
-        A, n_bad = self._covariance.vecchia_dual(np.asarray(theta, dtype=np.float64),
-                                                 self._Y, self._diag_add, self._points,
-                                                 self._neighbours)
+        A, n_bad = self._sums.dual(theta)
         if n_bad:
             raise _NotPositiveDefinite(n_bad, self.n_samples)
         out = np.empty_like(A)

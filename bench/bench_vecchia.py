@@ -1,0 +1,509 @@
+"""How fast and how accurate is Vecchia's approximation (solver="vecchia"),
+against the exact GP, against GPBoost's Vecchia, and on Heaton et al.'s
+competition data?
+
+    python -m bench.bench_vecchia --case scale --n 1000000
+    python -m bench.bench_vecchia --case scale --problem ard10 --n 100000
+    python -m bench.bench_vecchia --case accuracy --problem matern2d --n 10000
+    python -m bench.bench_vecchia --case accuracy --problem ard10 --n 10000
+    python -m bench.bench_vecchia --case crossover --sizes 1000,2000,4000,8000
+    python -m bench.bench_vecchia --case gpboost --sizes 100000,1000000
+    python -m bench.bench_vecchia --case heaton
+
+Every fit or evaluation runs in its own fresh process (its peak resident
+memory is the process's), after a warm-up fit that compiles Numba's routines
+(timed apart). The problems:
+
+- ``matern2d``: x uniform on [0, 1]^2; y a draw of a GP with kernel
+  1.0 * Matern(0.1, nu=1.5) (4,000 random Fourier features, Rahimi & Recht
+  2007: frequencies from the Matern's spectral density, a Student t with 3
+  degrees of freedom) plus noise of variance 0.01; fitted with
+  C(1) * Matern(0.1, nu=1.5) + WhiteKernel(0.01);
+- ``ard10``: bench/_problems.py's 10-D problem (noise variance 1e-4), fitted
+  with C * RBF(ten length scales) + WhiteKernel, all started at 1.
+
+Cases:
+
+- ``scale``: one fit at N with the default neighbours: the time of each
+  stage (ordering, neighbour search, relabelling, one loss+gradient, the whole
+  fit, predicting 10,000 new points with their standard deviation) and the
+  fit's peak resident memory;
+- ``accuracy``: the exact (Cholesky) fit at N, cached in bench/results, and
+  Vecchia fits for each m of ``--ms``: the exact log marginal likelihood at
+  Vecchia's hyperparameters against the exact optimum, Vecchia's own value
+  there against the exact value (the approximation's error), and on 2,000
+  held-out points the RMSE, the mean predictive standard deviation and the
+  95 % interval's coverage beside the exact GP's;
+- ``crossover``: one loss+gradient of each solver at each N (the figures
+  behind ``solver="auto"``'s switch);
+- ``gpboost``: fastgp's Vecchia fit and prediction against GPBoost's
+  (``GPModel(gp_approx="vecchia")``, the same Matern 1.5 kernel with a
+  nugget, the same number of neighbours, random orderings for both as
+  GPBoost's default, two threads) on ``matern2d``, scored on 10,000 held-out
+  points (RMSE and CRPS); GPBoost runs under ``--gpboost-python``, the
+  interpreter of an environment of its own (``python -m venv venv-gpboost &&
+  venv-gpboost/bin/pip install gpboost scipy``; its side needs numpy and
+  gpboost only), or this one's;
+- ``heaton``: Heaton et al.'s (2019) simulated temperatures
+  (:func:`fastgp.datasets.load_heaton_temperatures`): the
+  linear trend in (lon, lat) by least squares, then C * Matern(nu) +
+  WhiteKernel on its residuals by Vecchia's approximation, the held-out cells
+  predicted; MAE, RMSE, CRPS, the 95 % interval score and coverage, with the
+  times, beside the competition's published RMSEs.
+
+Results go to bench/results/vecchia-<case>.json (and the exact fits'
+cache); the printed lines are the tables of docs/benchmarks.md.
+"""
+
+import argparse
+import json
+import math
+import resource
+import sys
+import time
+
+import numpy as np
+
+from ._measure import REPO_ROOT, PeakMemory, environment, run_in_subprocess, write_json
+
+RESULTS = REPO_ROOT / "bench" / "results"
+#: Published RMSEs on the simulated set (Heaton et al. 2019, Table 3).
+HEATON_PUBLISHED = {"SPDE": 0.86, "LatticeKrig": 0.87, "periodic embedding": 0.91,
+                    "Gapfill": 1.00, "laGP": 1.11, "predictive process": 1.43,
+                    "linear trend alone": 1.87}
+N_QUERY = 10_000
+N_HELD_OUT = 2_000
+
+
+# ------------------------------------------------------------------- data
+def matern2d(n, seed=0, n_features=4000, length_scale=0.1, noise=0.01):
+    """X uniform on [0, 1]^2 (n, 2) and y (n,): a random-Fourier-feature draw
+    of a GP with kernel Matern(length_scale, nu=1.5) plus noise of variance
+    ``noise`` (module docstring). The same seed gives the same function for
+    every n, so held-out points are draws of the same field."""
+    field = np.random.default_rng(seed)
+    # Matern nu's spectral density: a multivariate Student t with 2 nu degrees
+    # of freedom and scale 1 / length_scale (Rasmussen & Williams 2006, eq. 4.15)
+    dof = 3.0
+    g = field.standard_normal((n_features, 2))
+    chi = field.chisquare(dof, size=(n_features, 1))
+    omega = g / np.sqrt(chi / dof) / length_scale
+    phase = field.uniform(0.0, 2 * np.pi, n_features)
+    weights = field.standard_normal(n_features) * math.sqrt(2.0 / n_features)
+    points = np.random.default_rng(seed + 1 + n)
+    X = points.uniform(0.0, 1.0, size=(n, 2))
+    y = np.empty(n)
+    for start in range(0, n, 2_000):  # (2,000, n_features) blocks: 64 MB
+        stop = min(n, start + 2_000)
+        y[start:stop] = np.cos(X[start:stop] @ omega.T + phase) @ weights
+    return X, y + math.sqrt(noise) * points.standard_normal(n)
+
+
+def problem_data(name, n, seed=0):
+    """(X, y, kernel) of a problem (module docstring)."""
+    from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
+    from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+    if name == "matern2d":
+        X, y = matern2d(n, seed)
+        return X, y, C(1.0) * Matern(0.1, nu=1.5) + WhiteKernel(0.01)
+    if name == "ard10":
+        from ._problems import ard_10d
+
+        X, y = ard_10d(n, seed)
+        return X, y, C(1.0) * RBF(np.ones(10)) + WhiteKernel(1.0)
+    raise ValueError(f"unknown problem {name!r}")
+
+
+def held_out(name, n):
+    """Held-out points of the same field (other inputs, the same function)."""
+    if name == "matern2d":
+        X, y = matern2d(N_HELD_OUT, seed=0)  # the field's seed; its own points
+        return X, y
+    from ._problems import ard_10d
+
+    X, y = ard_10d(N_HELD_OUT, seed=12345)
+    return X, y
+
+
+def scores(mean, std, truth):
+    """The competition's scores (../shared/data/README.md) of predictions."""
+    from scipy.stats import norm
+
+    z = (truth - mean) / std
+    crps = std * (z * (2 * norm.cdf(z) - 1) + 2 * norm.pdf(z) - 1 / math.sqrt(math.pi))
+    h = 1.959963984540054 * std
+    interval = (2 * h + 40 * (mean - h - truth) * (truth < mean - h)
+                + 40 * (truth - mean - h) * (truth > mean + h))
+    return {"MAE": float(np.mean(np.abs(mean - truth))),
+            "RMSE": float(np.sqrt(np.mean((mean - truth) ** 2))),
+            "CRPS": float(np.mean(crps)), "interval_score": float(np.mean(interval)),
+            "coverage": float(np.mean(np.abs(truth - mean) <= h))}
+
+
+# ---------------------------------------------------------------- children
+def _quiet():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    warnings.simplefilter("ignore", UserWarning)
+
+
+def _warm_up(solver="vecchia"):
+    """Compile fastgp's routines for the problems' kernels (timed apart)."""
+    from fastgp import GaussianProcessRegressor
+
+    start = time.perf_counter()
+    for name in ("matern2d", "ard10"):
+        X, y, kernel = problem_data(name, 300)
+        GaussianProcessRegressor(kernel, solver=solver, random_state=0).fit(X, y).predict(
+            X[:5], return_std=True)
+    return time.perf_counter() - start
+
+
+def child_scale(spec):
+    """One fit at N: each stage's time (module docstring, ``scale``)."""
+    from fastgp import GaussianProcessRegressor
+
+    _quiet()
+    warm = _warm_up()
+    X, y, kernel = problem_data(spec["problem"], spec["n"])
+    gpr = GaussianProcessRegressor(kernel, solver="vecchia", random_state=0,
+                                   n_neighbors=spec["m"])
+    with PeakMemory() as memory:
+        start = time.perf_counter()
+        gpr.fit(X, y)
+        fit_s = time.perf_counter() - start
+    # one layout at the fit's last length scales (a fit does not keep its own),
+    # each stage timed, and loss+gradient at the optimum on it
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._solvers.choice import make_solver
+
+    start = time.perf_counter()
+    objective = make_solver("vecchia", gpr.get_params()).objective(
+        make_covariance(gpr.kernel_, X), y[:, None], np.full(len(y), gpr.alpha),
+        gpr._solver_seed)
+    layout_s = time.perf_counter() - start
+    theta = gpr.kernel_.theta
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        objective(theta)
+        times.append(time.perf_counter() - t0)
+    Xq = np.random.default_rng(7).uniform(X.min(0), X.max(0), size=(N_QUERY, X.shape[1]))
+    t0 = time.perf_counter()
+    gpr.predict(Xq, return_std=True)
+    predict_s = time.perf_counter() - t0
+    return {"fit_s": fit_s, "loss_grad_s": min(times), "loss_grad_times_s": times,
+            "layout_s": layout_s, **{f"{k}_s": v for k, v in objective.timings.items()},
+            "predict_s": predict_s, "n_query": N_QUERY, "warm_up_s": warm,
+            "fit_peak_bytes": memory.peak_bytes, "fit_delta_bytes": memory.delta_bytes,
+            "n_iter": int(gpr.n_iter_), "n_evaluations": int(gpr.n_evaluations_),
+            "lml": float(gpr.log_marginal_likelihood_value_), "kernel": str(gpr.kernel_)}
+
+
+def child_exact(spec):
+    """The exact (Cholesky) fit of a problem: theta, value, held-out scores."""
+    from fastgp import GaussianProcessRegressor
+
+    _quiet()
+    X, y, kernel = problem_data(spec["problem"], spec["n"])
+    start = time.perf_counter()
+    gpr = GaussianProcessRegressor(kernel, solver="cholesky", random_state=0).fit(X, y)
+    fit_s = time.perf_counter() - start
+    Xh, yh = held_out(spec["problem"], spec["n"])
+    mean, std = gpr.predict(Xh, return_std=True)
+    return {"theta": gpr.kernel_.theta.tolist(), "lml": float(gpr.log_marginal_likelihood_value_),
+            "kernel": str(gpr.kernel_), "fit_s": fit_s, "n_iter": int(gpr.n_iter_),
+            "scores": scores(mean, std, yh), "mean_std": float(np.mean(std))}
+
+
+def child_accuracy(spec):
+    """Vecchia fits at each m, scored by the exact likelihood (module docstring)."""
+    from fastgp import GaussianProcessRegressor
+
+    _quiet()
+    _warm_up()
+    X, y, kernel = problem_data(spec["problem"], spec["n"])
+    exact = GaussianProcessRegressor(kernel, solver="cholesky", optimizer=None)
+    Xh, yh = held_out(spec["problem"], spec["n"])
+    rows = []
+    for m in spec["ms"]:
+        start = time.perf_counter()
+        gpr = GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=m,
+                                       random_state=0).fit(X, y)
+        fit_s = time.perf_counter() - start
+        theta = gpr.kernel_.theta
+        at = exact.set_params(kernel=gpr.kernel_).fit(X, y)
+        mean, std = gpr.predict(Xh, return_std=True)
+        rows.append({"m": m, "fit_s": fit_s, "n_evaluations": int(gpr.n_evaluations_),
+                     "theta": theta.tolist(), "kernel": str(gpr.kernel_),
+                     "vecchia_lml": float(gpr.log_marginal_likelihood_value_),
+                     "exact_lml_at_vecchia_theta": float(at.log_marginal_likelihood_value_),
+                     "scores": scores(mean, std, yh), "mean_std": float(np.mean(std))})
+    return {"rows": rows}
+
+
+def child_crossover(spec):
+    """One loss+gradient of each solver at N (the median of a few)."""
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._engine.threads import threads_for
+    from fastgp._solvers.choice import make_solver
+    from fastgp import GaussianProcessRegressor
+
+    _quiet()
+    _warm_up("cholesky")
+    _warm_up("vecchia")
+    n = spec["n"]
+    X, y, kernel = problem_data("matern2d", n)
+    out = {}
+    for name in ("cholesky", "vecchia"):
+        solver = make_solver(name, GaussianProcessRegressor(solver=name).get_params())
+        objective = solver.objective(make_covariance(kernel, X), y[:, None],
+                                     np.full(n, 1e-10), 0)
+        with threads_for(n) as governor:
+            governor.evaluate(objective, kernel.theta)
+            times = []
+            for _ in range(spec["repeats"]):
+                start = time.perf_counter()
+                governor.evaluate(objective, kernel.theta)
+                times.append(time.perf_counter() - start)
+        out[name] = {"median_s": float(np.median(times)), "times_s": times}
+    return out
+
+
+def child_gpboost_fastgp(spec):
+    """fastgp's side of the GPBoost comparison: fit, predict, scores."""
+    from fastgp import GaussianProcessRegressor
+
+    _quiet()
+    _warm_up()
+    X, y, kernel = problem_data("matern2d", spec["n"])
+    Xq, yq = matern2d(N_QUERY, seed=0)
+    start = time.perf_counter()
+    gpr = GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=spec["m"],
+                                   ordering=spec["ordering"], random_state=0).fit(X, y)
+    fit_s = time.perf_counter() - start
+    start = time.perf_counter()
+    mean, std = gpr.predict(Xq, return_std=True)
+    return {"fit_s": fit_s, "predict_s": time.perf_counter() - start,
+            "scores": scores(mean, std, yq), "kernel": str(gpr.kernel_),
+            "n_evaluations": int(gpr.n_evaluations_)}
+
+
+def child_gpboost(spec):
+    """GPBoost's side: GPModel(gp_approx="vecchia"), Matern 1.5 and a nugget."""
+    import gpboost
+
+    X, y, _ = problem_data("matern2d", spec["n"])
+    Xq, yq = matern2d(N_QUERY, seed=0)
+    start = time.perf_counter()
+    model = gpboost.GPModel(gp_coords=X, cov_function="matern", cov_fct_shape=1.5,
+                            likelihood="gaussian", gp_approx="vecchia",
+                            num_neighbors=spec["m"], vecchia_ordering="random",
+                            num_parallel_threads=2, seed=0)
+    model.fit(y=y)
+    fit_s = time.perf_counter() - start
+    start = time.perf_counter()
+    pred = model.predict(gp_coords_pred=Xq, predict_var=True, predict_response=True)
+    predict_s = time.perf_counter() - start
+    mean, var = np.asarray(pred["mu"]), np.asarray(pred["var"])
+    return {"fit_s": fit_s, "predict_s": predict_s, "scores": scores(mean, np.sqrt(var), yq),
+            "cov_pars": np.asarray(model.get_cov_pars()).ravel().tolist(),
+            "version": gpboost.__version__}
+
+
+def child_heaton(spec):
+    """The competition's simulated data (module docstring, ``heaton``)."""
+    from sklearn.gaussian_process.kernels import Matern, WhiteKernel
+    from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+    from fastgp import GaussianProcessRegressor
+    from fastgp.datasets import load_heaton_temperatures
+
+    _quiet()
+    _warm_up()
+    X, y, truth = load_heaton_temperatures()
+    train = ~np.isnan(y)
+    start = time.perf_counter()
+    design = np.column_stack([np.ones(len(X)), X])
+    coef, *_ = np.linalg.lstsq(design[train], y[train], rcond=None)
+    trend = design @ coef
+    kernel = (C(10.0) * Matern(1.0, nu=spec["nu"], length_scale_bounds=(1e-3, 1e3))
+              + WhiteKernel(0.1, noise_level_bounds=(1e-4, 10.0)))
+    gpr = GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=spec["m"],
+                                   n_neighbors_predict=spec["m_predict"], random_state=0)
+    gpr.fit(X[train], y[train] - trend[train])
+    fit_s = time.perf_counter() - start
+    start = time.perf_counter()
+    mean, std = gpr.predict(X[~train], return_std=True)
+    predict_s = time.perf_counter() - start
+    return {"fit_s": fit_s, "predict_s": predict_s, "n_train": int(train.sum()),
+            "n_test": int((~train).sum()), "kernel": str(gpr.kernel_),
+            "trend": coef.tolist(), "n_evaluations": int(gpr.n_evaluations_),
+            "scores": scores(mean + trend[~train], std, truth[~train]),
+            "trend_only": scores(trend[~train], np.full((~train).sum(), np.std(y[train])),
+                                 truth[~train])}
+
+
+CHILDREN = {"scale": child_scale, "exact": child_exact, "accuracy": child_accuracy,
+            "crossover": child_crossover, "gpboost-fastgp": child_gpboost_fastgp,
+            "gpboost": child_gpboost, "heaton": child_heaton}
+
+
+# ------------------------------------------------------------------ parent
+def _run(kind, timeout_s=7200, python=None, **spec):
+    result = run_in_subprocess("bench.bench_vecchia", dict(spec, kind=kind),
+                               timeout_s=timeout_s, python=python)
+    if result.get("status") != "ok":
+        print(f"  {kind} {spec}: {result.get('status')}: {result.get('reason', '')}"[:400],
+              flush=True)
+    return result
+
+
+def _peak(result):
+    """The fit's peak resident memory where measured, else the process's."""
+    return result.get("fit_peak_bytes", result.get("peak_rss_bytes", 0)) / 1e9
+
+
+def _exact_fit(problem, n):
+    path = RESULTS / f"vecchia-exact-{problem}-{n}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    result = _run("exact", problem=problem, n=n, timeout_s=4 * 3600)
+    if result.get("status") == "ok":
+        write_json(path, result)
+    return result
+
+
+def case_scale(args):
+    rows = []
+    for n in args.sizes:
+        r = _run("scale", problem=args.problem, n=n, m=args.m)
+        rows.append(r)
+        if r.get("status") == "ok":
+            print(f"{args.problem} N = {n:,}, m = {args.m}: ordering {r['ordering_s']:.1f} s, "
+                  f"neighbours {r['neighbours_s']:.1f} s, relabelling {r['relabelling_s']:.1f} s, "
+                  f"loss+gradient {r['loss_grad_s']:.2f} s, fit {r['fit_s']:.1f} s "
+                  f"({r['n_evaluations']} evaluations), predict {N_QUERY:,} points "
+                  f"{r['predict_s']:.2f} s, peak {_peak(r):.2f} GB; {r['kernel']}", flush=True)
+    return rows
+
+
+def case_accuracy(args):
+    exact = _exact_fit(args.problem, args.sizes[0])
+    if exact.get("status") != "ok":
+        return {"exact": exact}
+    print(f"{args.problem} N = {args.sizes[0]:,}: exact fit {exact['fit_s']:.0f} s, lml "
+          f"{exact['lml']:.3f}, held-out RMSE {exact['scores']['RMSE']:.4f}, mean std "
+          f"{exact['mean_std']:.4f}, coverage {exact['scores']['coverage']:.3f}", flush=True)
+    result = _run("accuracy", problem=args.problem, n=args.sizes[0], ms=args.ms)
+    for row in result.get("rows", []):
+        s = row["scores"]
+        print(f"  m = {row['m']:3d}: fit {row['fit_s']:6.1f} s; exact lml at its theta "
+              f"{row['exact_lml_at_vecchia_theta'] - exact['lml']:+.3f} nats of the optimum; "
+              f"Vecchia's value - exact there {row['vecchia_lml'] - row['exact_lml_at_vecchia_theta']:+.3f}; "
+              f"RMSE {s['RMSE'] / exact['scores']['RMSE']:.4f} x exact, mean std "
+              f"{row['mean_std'] / exact['mean_std']:.4f} x, coverage {s['coverage']:.3f}",
+              flush=True)
+    return {"exact": exact, "vecchia": result}
+
+
+def case_crossover(args):
+    rows = []
+    for n in args.sizes:
+        r = _run("crossover", n=n, repeats=args.repeats)
+        rows.append(dict(r, n=n))
+        if r.get("status") == "ok":
+            c, v = r["cholesky"]["median_s"], r["vecchia"]["median_s"]
+            print(f"N = {n:6,}: loss+gradient cholesky {c:8.3f} s, vecchia (m = 30) "
+                  f"{v:7.4f} s ({c / v:6.1f} x)", flush=True)
+    return rows
+
+
+def case_gpboost(args):
+    rows = []
+    for n in args.sizes:
+        ours = _run("gpboost-fastgp", n=n, m=args.m, ordering=args.ordering)
+        theirs = _run("gpboost", n=n, m=args.m, python=args.gpboost_python)
+        rows.append({"n": n, "fastgp": ours, "gpboost": theirs})
+        for name, r in (("fastgp", ours), ("GPBoost", theirs)):
+            if r.get("status") == "ok":
+                s = r["scores"]
+                print(f"N = {n:,}, m = {args.m}, {name}: fit {r['fit_s']:.1f} s, predict "
+                      f"{N_QUERY:,} {r['predict_s']:.2f} s, RMSE {s['RMSE']:.4f}, CRPS "
+                      f"{s['CRPS']:.4f}, coverage {s['coverage']:.3f}, peak "
+                      f"{_peak(r):.2f} GB", flush=True)
+    return rows
+
+
+def case_heaton(args):
+    r = _run("heaton", m=args.m, m_predict=args.m_predict,
+             nu=args.nu)
+    if r.get("status") == "ok":
+        s = r["scores"]
+        print(f"Heaton simulated ({r['n_train']:,} train, {r['n_test']:,} held out), "
+              f"Matern {args.nu}, m = {args.m}, predict on {args.m_predict}: fit "
+              f"{r['fit_s']:.1f} s, predict {r['predict_s']:.1f} s; MAE {s['MAE']:.3f}, RMSE "
+              f"{s['RMSE']:.3f}, CRPS {s['CRPS']:.3f}, interval score "
+              f"{s['interval_score']:.3f}, coverage {s['coverage']:.3f}; {r['kernel']}",
+              flush=True)
+    return r
+
+
+CASES = {"scale": case_scale, "accuracy": case_accuracy, "crossover": case_crossover,
+         "gpboost": case_gpboost, "heaton": case_heaton}
+
+
+def _int_list(text):
+    return [int(float(v)) for v in text.split(",") if v.strip()]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_vecchia",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=sorted(CASES), required=True)
+    parser.add_argument("--problem", choices=["matern2d", "ard10"], default="matern2d")
+    parser.add_argument("--n", "--sizes", dest="sizes", type=_int_list, default=None,
+                        help="N (comma-separated for several)")
+    parser.add_argument("--m", type=int, default=30, help="n_neighbors")
+    parser.add_argument("--m-predict", type=int, default=60,
+                        help="n_neighbors_predict (heaton)")
+    parser.add_argument("--ms", type=_int_list, default=[10, 20, 30, 40],
+                        help="n_neighbors values (accuracy)")
+    parser.add_argument("--nu", type=float, default=0.5, help="the Matern's nu (heaton)")
+    parser.add_argument("--ordering", choices=["maxmin", "random"], default="random",
+                        help="fastgp's ordering (gpboost)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--gpboost-python", default=None,
+                        help="the Python of GPBoost's own environment (default: this one)")
+    args = parser.parse_args(argv)
+    if args.sizes is None:
+        args.sizes = {"scale": [1_000_000], "accuracy": [10_000],
+                      "crossover": [1000, 2000, 4000, 8000],
+                      "gpboost": [100_000, 1_000_000], "heaton": [0]}[args.case]
+    return args
+
+
+def main(argv=None):
+    if argv is None and len(sys.argv) == 2 and sys.argv[1].startswith("{"):
+        spec = json.loads(sys.argv[1])  # a child: one case, its result to spec["out"]
+        result = CHILDREN[spec["kind"]](spec)
+        # the process's peak resident memory (the warm-up's small fits included)
+        result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        write_json(spec["out"], result)
+        return 0
+    args = parse_args(argv)
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    result = CASES[args.case](args)
+    write_json(RESULTS / f"vecchia-{args.case}.json",
+               {"command": "python -m bench.bench_vecchia " + " ".join(
+                   sys.argv[1:] if argv is None else argv),
+                "started": started, "environment": environment(), "result": result})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
