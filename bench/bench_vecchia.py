@@ -6,6 +6,8 @@ competition data?
     python -m bench.bench_vecchia --case scale --problem ard10 --n 100000
     python -m bench.bench_vecchia --case accuracy --problem matern2d --n 10000
     python -m bench.bench_vecchia --case accuracy --problem ard10 --n 10000
+    python -m bench.bench_vecchia --case prediction --ms 30 --ms-predict 30,60,120,240
+    python -m bench.bench_vecchia --case memory --sizes 100000,1000000
     python -m bench.bench_vecchia --case crossover --sizes 1000,2000,4000,8000
     python -m bench.bench_vecchia --case gpboost --sizes 100000,1000000
     python -m bench.bench_vecchia --case heaton
@@ -34,6 +36,13 @@ Cases:
   there against the exact value (the approximation's error), and on 2,000
   held-out points the RMSE, the mean predictive standard deviation and the
   95 % interval's coverage beside the exact GP's;
+- ``prediction``: at the exact optimum, Vecchia's value for each m of
+  ``--ms`` and the held-out scores for each ``n_neighbors_predict`` of
+  ``--ms-predict`` (whether more prediction neighbours than fit neighbours
+  pay);
+- ``memory``: the peak resident memory of a fit without optimisation (its
+  largest arrays: the layout, the passes, the final model) beside
+  ``fastgp.memory.vecchia_fit_bytes``, one fresh process per N;
 - ``crossover``: one loss+gradient of each solver at each N (the figures
   behind ``solver="auto"``'s switch);
 - ``gpboost``: fastgp's Vecchia fit and prediction against GPBoost's
@@ -204,6 +213,25 @@ def child_scale(spec):
             "lml": float(gpr.log_marginal_likelihood_value_), "kernel": str(gpr.kernel_)}
 
 
+def child_memory(spec):
+    """The peak resident memory of one fit without optimisation (the
+    layout, the passes, the final model: the fit's largest arrays) beside
+    fastgp.memory.vecchia_fit_bytes."""
+    from fastgp import GaussianProcessRegressor
+    from fastgp.memory import vecchia_fit_bytes
+
+    _quiet()
+    _warm_up()
+    X, y, kernel = problem_data(spec["problem"], spec["n"])
+    gpr = GaussianProcessRegressor(kernel, solver="vecchia", random_state=0,
+                                   n_neighbors=spec["m"], optimizer=None)
+    with PeakMemory() as memory:
+        gpr.fit(X, y)
+    return {"fit_delta_bytes": memory.delta_bytes, "fit_peak_bytes": memory.peak_bytes,
+            "estimate_bytes": vecchia_fit_bytes(X.shape[0], X.shape[1], 1, spec["m"]),
+            "method": memory.method}
+
+
 def child_exact(spec):
     """The exact (Cholesky) fit of a problem: theta, value, held-out scores."""
     from fastgp import GaussianProcessRegressor
@@ -243,6 +271,34 @@ def child_accuracy(spec):
                      "vecchia_lml": float(gpr.log_marginal_likelihood_value_),
                      "exact_lml_at_vecchia_theta": float(at.log_marginal_likelihood_value_),
                      "scores": scores(mean, std, yh), "mean_std": float(np.mean(std))})
+    return {"rows": rows}
+
+
+def child_prediction(spec):
+    """At the exact optimum: Vecchia's value for each m of ``ms`` and the
+    held-out scores for each prediction neighbourhood of ``ms_predict``."""
+    from fastgp import GaussianProcessRegressor
+
+    _quiet()
+    _warm_up()
+    X, y, kernel = problem_data(spec["problem"], spec["n"])
+    kernel = kernel.clone_with_theta(np.asarray(spec["theta"]))
+    Xh, yh = held_out(spec["problem"], spec["n"])
+    rows = []
+    for m in spec["ms"]:
+        gpr = GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=m,
+                                       optimizer=None, random_state=0).fit(X, y)
+        row = {"m": m, "vecchia_lml": float(gpr.log_marginal_likelihood_value_),
+               "predictions": []}
+        for m_predict in spec["ms_predict"]:
+            gpr.set_params(n_neighbors_predict=m_predict)
+            start = time.perf_counter()
+            mean, std = gpr.predict(Xh, return_std=True)
+            row["predictions"].append({"m_predict": m_predict,
+                                       "predict_s": time.perf_counter() - start,
+                                       "scores": scores(mean, std, yh),
+                                       "mean_std": float(np.mean(std))})
+        rows.append(row)
     return {"rows": rows}
 
 
@@ -349,6 +405,7 @@ def child_heaton(spec):
 
 
 CHILDREN = {"scale": child_scale, "exact": child_exact, "accuracy": child_accuracy,
+            "prediction": child_prediction, "memory": child_memory,
             "crossover": child_crossover, "gpboost-fastgp": child_gpboost_fastgp,
             "gpboost": child_gpboost, "heaton": child_heaton}
 
@@ -411,6 +468,37 @@ def case_accuracy(args):
     return {"exact": exact, "vecchia": result}
 
 
+def case_prediction(args):
+    exact = _exact_fit(args.problem, args.sizes[0])
+    if exact.get("status") != "ok":
+        return {"exact": exact}
+    result = _run("prediction", problem=args.problem, n=args.sizes[0], ms=args.ms,
+                  ms_predict=args.ms_predict, theta=exact["theta"])
+    for row in result.get("rows", []):
+        print(f"{args.problem} N = {args.sizes[0]:,} at the exact optimum, m = {row['m']}: "
+              f"Vecchia's value - exact {row['vecchia_lml'] - exact['lml']:+.2f}", flush=True)
+        for p in row["predictions"]:
+            s = p["scores"]
+            print(f"  predict on {p['m_predict']:4d}: RMSE {s['RMSE'] / exact['scores']['RMSE']:.4f}"
+                  f" x exact, mean std {p['mean_std'] / exact['mean_std']:.4f} x, coverage "
+                  f"{s['coverage']:.3f}, CRPS {s['CRPS']:.4f}, {N_HELD_OUT:,} points in "
+                  f"{p['predict_s']:.2f} s", flush=True)
+    return {"exact": exact, "vecchia": result}
+
+
+def case_memory(args):
+    rows = []
+    for n in args.sizes:
+        r = _run("memory", problem=args.problem, n=n, m=args.m)
+        rows.append(dict(r, n=n))
+        if r.get("status") == "ok":
+            print(f"{args.problem} N = {n:,}, m = {args.m}: fit (no optimiser) peak "
+                  f"{r['fit_delta_bytes'] / 1e6:,.0f} MB above the process's, estimate "
+                  f"{r['estimate_bytes'] / 1e6:,.0f} MB "
+                  f"({r['estimate_bytes'] / max(r['fit_delta_bytes'], 1):.2f} x)", flush=True)
+    return rows
+
+
 def case_crossover(args):
     rows = []
     for n in args.sizes:
@@ -453,7 +541,9 @@ def case_heaton(args):
     return r
 
 
-CASES = {"scale": case_scale, "accuracy": case_accuracy, "crossover": case_crossover,
+CASES = {"scale": case_scale, "accuracy": case_accuracy, "prediction": case_prediction,
+         "memory": case_memory,
+         "crossover": case_crossover,
          "gpboost": case_gpboost, "heaton": case_heaton}
 
 
@@ -472,7 +562,9 @@ def parse_args(argv=None):
     parser.add_argument("--m-predict", type=int, default=60,
                         help="n_neighbors_predict (heaton)")
     parser.add_argument("--ms", type=_int_list, default=[10, 20, 30, 40],
-                        help="n_neighbors values (accuracy)")
+                        help="n_neighbors values (accuracy, prediction)")
+    parser.add_argument("--ms-predict", type=_int_list, default=[30, 60, 120],
+                        help="n_neighbors_predict values (prediction)")
     parser.add_argument("--nu", type=float, default=0.5, help="the Matern's nu (heaton)")
     parser.add_argument("--ordering", choices=["maxmin", "random"], default="random",
                         help="fastgp's ordering (gpboost)")
@@ -481,7 +573,8 @@ def parse_args(argv=None):
                         help="the Python of GPBoost's own environment (default: this one)")
     args = parser.parse_args(argv)
     if args.sizes is None:
-        args.sizes = {"scale": [1_000_000], "accuracy": [10_000],
+        args.sizes = {"scale": [1_000_000], "accuracy": [10_000], "prediction": [10_000],
+                      "memory": [100_000, 1_000_000],
                       "crossover": [1000, 2000, 4000, 8000],
                       "gpboost": [100_000, 1_000_000], "heaton": [0]}[args.case]
     return args

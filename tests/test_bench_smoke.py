@@ -220,7 +220,7 @@ def test_bench_blocked_threshold_times_both_paths_and_refuses_crashing_sizes(tmp
     for row in doc["results"]:
         assert set(row["median_s"]) == set(bench_blocked_threshold.STEPS)
         assert all(t > 0 for t in row["median_s"].values())
-        assert row["fastgp_path"] == "lapack"  # far below BLOCKED_MIN_N
+        assert row["fastgp_path"] == "tiled"  # a fit's path at every order
     with pytest.raises(SystemExit):
         bench_blocked_threshold.main(["--sizes", "16000", "--out", str(out)])
 
@@ -247,3 +247,16 @@ def test_timed_rounds_run_each_adapters_between_calls(library, problem, monkeypa
     # the objective puts the workers to sleep itself too; between_calls adds
     # one before each of the two rounds' two timed calls
     assert with_between - len(calls) == 2 * 2
+
+
+def test_bench_vecchia_cases_run_at_a_tiny_n(tmp_path, monkeypatch, capsys):
+    from bench import bench_vecchia
+
+    monkeypatch.setattr(bench_vecchia, "RESULTS", tmp_path)
+    assert bench_vecchia.main(["--case", "crossover", "--sizes", "300", "--repeats", "1"]) == 0
+    assert bench_vecchia.main(["--case", "memory", "--sizes", "2000", "--m", "10"]) == 0
+    printed = capsys.readouterr().out
+    assert "N =    300: loss+gradient cholesky" in printed
+    assert "matern2d N = 2,000, m = 10: fit (no optimiser) peak" in printed
+    memory = json.loads((tmp_path / "vecchia-memory.json").read_text())["result"]
+    assert memory[0]["status"] == "ok" and memory[0]["estimate_bytes"] > 0

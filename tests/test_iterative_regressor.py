@@ -220,10 +220,19 @@ def test_auto_takes_vecchia_past_its_size_with_a_warning(monkeypatch):
     monkeypatch.setattr(choice, "AUTO_CHOLESKY_MAX_SAMPLES", 100)
     X, y = _data(n=150)
     with pytest.warns(UserWarning, match=r"chose the Vecchia solver: N = 150 samples is "
-                                         r"past 100.*flops"):
+                                         r"past 100.*flops.*one loss\+gradient about "
+                                         r"0.00054 s") as record:
         gpr = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1),
                                        optimizer=None).fit(X, y)
     assert gpr.solver_ == "vecchia"
+    assert "input dimensions" not in str(record[0].message)
+    # many input dimensions: the warning says Vecchia may condition poorly
+    rng = np.random.default_rng(0)
+    X5 = rng.standard_normal((150, 5))
+    with pytest.warns(UserWarning, match=r"With 5 input dimensions nearest neighbours are "
+                                         r'far apart.*solver="iterative"'):
+        GaussianProcessRegressor(C(1.0) * RBF(np.ones(5)) + WhiteKernel(0.1),
+                                 optimizer=None).fit(X5, X5[:, 0])
 
 
 def test_auto_keeps_cholesky_for_a_slow_kernel(monkeypatch):

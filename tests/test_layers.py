@@ -5,7 +5,9 @@
   (fastgp/_backend) and fastgp/precompile.py, except its thread governor
   (fastgp._engine.threads), which the fit core, the solvers and the workers
   of parallel restarts use;
-- LAPACK and BLAS only inside fastgp/_linalg;
+- LAPACK and BLAS only inside fastgp/_linalg; the thread governor sets how
+  many threads run its tiles (fastgp._linalg.tiles, which imports nothing of
+  fastgp);
 - the estimators never import the engine or LAPACK;
 - no solver folder imports another (fastgp/_solvers/<name>/);
 - each layer imports only the layers below it;
@@ -35,11 +37,12 @@ DOORS = {
     "scipy.linalg.cython_blas": {"_linalg/"},
     "scipy.linalg.cython_lapack": {"_linalg/"},
     "fastgp._linalg.blocked": {"_linalg/lapack.py"},
+    "fastgp._linalg.tiles": {"_linalg/", "_engine/threads.py"},
 }
 
 #: folder -> the fastgp modules (prefixes) it may import: the layers below.
 BELOW = {
-    "_engine/": {"fastgp._engine", "fastgp.exceptions"},
+    "_engine/": {"fastgp._engine", "fastgp._linalg.tiles", "fastgp.exceptions"},
     "_linalg/": {"fastgp._linalg", "fastgp.exceptions"},
     "memory/": {"fastgp.memory", "fastgp.exceptions", "fastgp._user_warnings"},
     "_backend/": {"fastgp._backend", "fastgp._engine", "fastgp.exceptions",

@@ -88,9 +88,9 @@ def test_blocked_inverse_matches_dpotri_and_keeps_the_upper_triangle(n, block):
 ])
 def test_blocked_inverse_splits_the_gram_update_into_panels(monkeypatch, n, block, panel):
     """The Gram step's rank-block update runs by column panels of at most
-    GRAM_SYRK_MAX_ORDER (4,096, so it splits only past that order); small
+    TILE_ROWS columns (512: dsyrk never runs at a larger order); small
     panels run every branch of the split on a small matrix."""
-    monkeypatch.setattr(blocked_lapack, "GRAM_SYRK_MAX_ORDER", panel)
+    monkeypatch.setattr(blocked_lapack, "TILE_ROWS", panel)
     calls = []
     real = blocked_lapack._dsyrk
     monkeypatch.setattr(blocked_lapack, "_dsyrk",

@@ -394,16 +394,19 @@ def test_optimizer_fit_whose_first_step_leaves_the_positive_definite_region():
             gpr = GaussianProcessRegressor(kernel, alpha=0.0).fit(X, y)
     finally:
         objective_module.NegLogMarginalLikelihood.__call__ = original
-    # no warning that it stayed stuck at its start (on this badly conditioned
-    # problem SciPy 1.10's line search may still end the later, recovered run
-    # abnormally, which is reported as such)
-    messages = [str(w.message) for w in seen if issubclass(w.category, ConvergenceWarning)]
-    assert not any("every trial step from there" in m for m in messages), messages
     assert not math.isfinite(calls[1])  # the first trial step left the PD region
-    # and the fit recovered: it went on to points far better than its start
+    # the fit did not stay stuck at its start: it went on to points far better
     # (the kept value includes the jitter the final factor needed)
     assert min(v for v in calls if math.isfinite(v)) < calls[0] - 10.0
     assert gpr.n_iter_ > 1
+    # On this badly conditioned problem SciPy 1.10's line search stalls again
+    # later, at a point where every trial step leaves the region, and the fit
+    # says so; newer SciPy goes on to converge. Either way the warning is
+    # about a point past the start, never the start itself.
+    messages = [str(w.message) for w in seen if issubclass(w.category, ConvergenceWarning)]
+    stalled = [m for m in messages if "every trial step from there" in m]
+    assert len(stalled) <= 1, messages
+    assert np.max(np.abs(gpr.kernel_.theta - kernel.theta)) > 0.1, messages
 
 
 def test_optimizer_gplvm_with_cg_keeps_the_kernel_within_its_bounds():

@@ -13,6 +13,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import fastgp._engine.threads as threads
+import fastgp._linalg.tiles as tiles
 import fastgp._solvers.cholesky.objective as objective_module
 from fastgp import GaussianProcessRegressor
 
@@ -104,7 +105,7 @@ def test_threads_each_evaluation_uses_the_idle_cores_and_settings_come_back(
     original = objective_module.NegLogMarginalLikelihood.__call__
 
     def recording(objective, theta):
-        seen.append((numba.get_num_threads(), _blas_counts()))
+        seen.append((numba.get_num_threads(), _blas_counts(), tiles.width()))
         return original(objective, theta)
 
     monkeypatch.setattr(objective_module.NegLogMarginalLikelihood, "__call__", recording)
@@ -118,8 +119,11 @@ def test_threads_each_evaluation_uses_the_idle_cores_and_settings_come_back(
         assert numba.get_num_threads() == 2  # and this thread's Numba count
     finally:
         numba.set_num_threads(before)
-    expected = (1, [1]) if idle == 1 else (2, [2])
+    # BLAS itself on one thread inside the fit; the LAPACK tiles on the
+    # idle cores (fastgp._linalg.tiles)
+    expected = (1, [1], 1) if idle == 1 else (2, [1], 2)
     assert seen and all(s == expected for s in seen), seen
+    assert tiles.width() is None  # outside the fit
 
 
 def test_threads_policy_can_be_switched_off(monkeypatch):

@@ -1,7 +1,8 @@
 """Thread settings of a fit: as many threads as there are idle cores.
 
 fastgp's work runs in two thread pools in turn: Numba's (the fill and the
-fused gradient pass) and the BLAS library's (dpotrf, dpotri). Each takes
+fused gradient pass) and the LAPACK steps' tiles (dpotrf, dpotri: fastgp's
+own pool of threads, each tile one call of single-threaded BLAS). Each takes
 every core by default. That is right on a quiet machine and ruinous on a
 busy one: with another process running two OpenBLAS threads on a 2-core
 machine, a multithreaded dpotri's threads wait for time slices on every call,
@@ -34,10 +35,12 @@ single-thread time. Two rules follow.
 The user's settings are restored in ``finally``: the Numba thread count is
 thread-local; the BLAS limit is process-wide, so concurrent fits share one
 saved copy of the user's limits (the first to enter saves it, the last to
-leave restores it). Results do not depend on the Numba thread count (the
-passes reduce over a fixed number of column blocks); OpenBLAS's dpotrf and
-dpotri round differently with different thread counts, so on a busy machine
-two fits may differ in the last bits (docs/reliability.md). Setting
+leave restores it). Results do not depend on any thread count: the Numba
+passes reduce over a fixed number of column blocks, and inside the block
+BLAS runs on one thread while the LAPACK steps' fixed tiles run on the
+threads the policy chose (:mod:`fastgp._linalg.tiles`; OpenBLAS's own
+threaded routines round differently with different thread counts), so a fit
+on a busy machine gives the quiet machine's bits (docs/reliability.md). Setting
 ``FASTGP_ADAPTIVE_THREADS=0`` switches the per-evaluation policy off (the
 user's settings are then used throughout, small problems still run serial).
 """
@@ -49,6 +52,7 @@ from contextlib import contextmanager
 
 import numba
 
+from .._linalg.tiles import set_width, width
 from .config import start_numba_threads
 
 __all__ = ["SERIAL_BELOW", "ADAPTIVE_ENV", "usable_cpus", "idle_cores", "Governor", "threads_for"]
@@ -252,7 +256,7 @@ class Governor:
         count = self.threads_now()
         if count != self.current:
             numba.set_num_threads(min(count, self.numba_threads))
-            _set_blas(count)
+            set_width(min(count, self.blas_threads))
             self.current = count
         start = time.perf_counter()
         try:
@@ -270,39 +274,41 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
     """Context manager for a fit, prediction or evaluation on ``n_samples``
     training samples; yields its :class:`Governor`.
 
-    Below :data:`SERIAL_BELOW` samples everything inside runs on one thread
-    (Numba and BLAS). Otherwise the governor limits each evaluation it runs
-    to the idle cores, if ``adaptive`` (and ``FASTGP_ADAPTIVE_THREADS`` is not
-    "0"); code run inside the block but not through the governor uses the
-    latest decision. ``max_threads`` (an int) caps Numba and BLAS threads
-    inside the block whatever the policy: a joblib worker that shares the
-    machine with others takes its share of the cores. The user's Numba thread
-    count (this thread's) and BLAS limits are restored on exit, whatever
-    happens inside.
+    Inside, BLAS itself runs on one thread and the LAPACK steps' tiles run
+    on the BLAS thread count the user set (:mod:`fastgp._linalg.tiles`), so
+    that no result depends on a thread count. Below :data:`SERIAL_BELOW`
+    samples everything inside runs on one thread (Numba and the tiles).
+    Otherwise the governor limits each evaluation it runs to the idle cores,
+    if ``adaptive`` (and ``FASTGP_ADAPTIVE_THREADS`` is not "0"); code run
+    inside the block but not through the governor uses the latest decision.
+    ``max_threads`` (an int) caps Numba's and the tiles' threads inside the
+    block whatever the policy: a joblib worker that shares the machine with
+    others takes its share of the cores. The user's Numba thread count (this
+    thread's) and BLAS limits are restored on exit, whatever happens inside.
     """
     start_numba_threads()  # before Numba's thread count is read (that starts them)
     before = numba.get_num_threads()
     serial = n_samples < SERIAL_BELOW
     adaptive = adaptive and not serial and _adaptive_enabled()
     cap = None if max_threads is None else max(1, int(max_threads))
-    if not serial and not adaptive and cap is None:
-        yield Governor(before, before, adaptive=False)
-        return
     blas_threads = _enter_blas()
+    previous_width = width()
     try:
+        _set_blas(1)
         if serial:
             numba.set_num_threads(1)
-            _set_blas(1)
+            set_width(1)
             yield Governor(1, 1, adaptive=False)
         else:
             numba_threads = before if cap is None else min(before, cap)
             if cap is not None:
                 blas_threads = min(blas_threads, cap)
                 numba.set_num_threads(numba_threads)
-                _set_blas(blas_threads)
+            set_width(blas_threads)
             yield Governor(numba_threads, blas_threads, adaptive=adaptive)
     finally:
         try:
             _leave_blas()
         finally:
+            set_width(previous_width)
             numba.set_num_threads(before)

@@ -32,7 +32,10 @@ import ctypes
 import numpy as np
 from scipy.linalg import cython_blas, cython_lapack
 
+from .tiles import TILE_COLUMNS, TILE_ROWS, run_tiles
+
 __all__ = ["DEFAULT_BLOCK", "cholesky_lower", "inverse_from_cholesky_lower",
+           "solve_lower_columns", "solve_right_lower_transposed_rows",
            "leading_dimension", "cholesky_lower_float32", "solve_float32",
            "symmetric_matvec"]
 
@@ -94,28 +97,28 @@ class _Blocks:
     ``at(i, j)`` is the address of element (i, j), itemsize (i + j lda)
     bytes from the start."""
 
-    def __init__(self, A, dtype=np.float64):
+    def __init__(self, A, dtype=np.float64, read_only=False):
         self.base = A.ctypes.data
         self.size = np.dtype(dtype).itemsize
-        self.lda = leading_dimension(A, dtype)
+        self.lda = leading_dimension(A, dtype, read_only)
         self.ld = _int(self.lda)
 
     def at(self, i, j):
         return ctypes.c_void_p(self.base + self.size * (i + j * self.lda))
 
 
-def leading_dimension(A, dtype=np.float64):
+def leading_dimension(A, dtype=np.float64, read_only=False):
     """LAPACK's leading dimension of ``A`` (n, n): its column stride in
     elements. Raises ValueError unless A is a square array of ``dtype``
     (float64, or float32 for the single-precision routines) with unit row
     stride (Fortran order, or a leading block of a Fortran-ordered array, or
-    any other column stride >= n), aligned, writeable, whose columns do not
-    overlap."""
+    any other column stride >= n), aligned, writeable (unless ``read_only``:
+    a factor that a solve only reads), whose columns do not overlap."""
     dtype = np.dtype(dtype)
     size = dtype.itemsize
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"expected a square matrix, got shape {A.shape}")
-    if A.dtype != dtype or not A.flags.writeable or not A.flags.aligned:
+    if A.dtype != dtype or not (A.flags.writeable or read_only) or not A.flags.aligned:
         raise ValueError(f"the buffer must be writeable, aligned {dtype.name}")
     n = A.shape[0]
     if n > 1 and A.strides[0] != size:
@@ -164,7 +167,10 @@ def cholesky_lower(A, block=None):
 
 def _blocked_cholesky(A, block, dtype):
     """:func:`cholesky_lower` with the routines of ``dtype`` (float64:
-    dsyrk, dpotrf, dgemm, dtrsm; float32: their s versions)."""
+    dsyrk, dpotrf, dgemm, dtrsm; float32: their s versions). Each block
+    column's updates are tiles (:mod:`.tiles`): the diagonal block's dsyrk
+    beside the panel's dgemm by row tiles, then the diagonal block's dpotrf,
+    then the panel's dtrsm by row tiles."""
     syrk, potrf, gemm, trsm, one, minus_one = (
         globals()[name] for name in _CHOLESKY_ROUTINES[np.dtype(dtype)])
     n, block = A.shape[0], _check_block(block)
@@ -173,21 +179,38 @@ def _blocked_cholesky(A, block, dtype):
     info = ctypes.c_int(0)
     for j in range(0, n, block):
         jb = min(block, n - j)
-        if j > 0:  # A_jj -= L_j,0:j L_j,0:j^T
-            syrk(_ch("L"), _ch("N"), _int(jb), _int(j), minus_one,
-                 m.at(j, 0), m.ld, one, m.at(j, j), m.ld)
+        below = n - j - jb
+        updates = []
+        if j > 0:  # A_jj -= L_j,0:j L_j,0:j^T; A_below,j -= L_below,0:j L_j,0:j^T
+            updates.append(lambda j=j, jb=jb: syrk(
+                _ch("L"), _ch("N"), _int(jb), _int(j), minus_one,
+                m.at(j, 0), m.ld, one, m.at(j, j), m.ld))
+            updates += [lambda r=r, rows=rows, j=j, jb=jb: gemm(
+                _ch("N"), _ch("T"), _int(rows), _int(jb), _int(j), minus_one,
+                m.at(r, 0), m.ld, m.at(j, 0), m.ld, one, m.at(r, j), m.ld)
+                for r, rows in _row_tiles(j + jb, n)]
+        run_tiles(updates)
         potrf(_ch("L"), _int(jb), m.at(j, j), m.ld, ctypes.byref(info))
         if info.value != 0:
             return _global_info("dpotrf" if dtype == np.float64 else "spotrf", info.value, j)
-        below = n - j - jb
-        if below > 0:
-            if j > 0:  # A_below,j -= L_below,0:j L_j,0:j^T
-                gemm(_ch("N"), _ch("T"), _int(below), _int(jb), _int(j), minus_one,
-                     m.at(j + jb, 0), m.ld, m.at(j, 0), m.ld, one, m.at(j + jb, j), m.ld)
-            # L_below,j = A_below,j L_jj^-T
-            trsm(_ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(below), _int(jb),
-                 one, m.at(j, j), m.ld, m.at(j + jb, j), m.ld)
+        if below > 0:  # L_below,j = A_below,j L_jj^-T
+            run_tiles([lambda r=r, rows=rows, j=j, jb=jb: trsm(
+                _ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(rows), _int(jb),
+                one, m.at(j, j), m.ld, m.at(r, j), m.ld)
+                for r, rows in _row_tiles(j + jb, n)])
     return 0
+
+
+def _row_tiles(start, stop):
+    """(first row, rows) of the tiles of rows [start, stop): TILE_ROWS each
+    from ``start``, the last shorter (a function of the bounds alone)."""
+    return [(r, min(TILE_ROWS, stop - r)) for r in range(start, stop, TILE_ROWS)]
+
+
+def _column_tiles(start, stop, size=None):
+    """(first column, columns) of the tiles of columns [start, stop)."""
+    size = TILE_COLUMNS if size is None else size
+    return [(c, min(size, stop - c)) for c in range(start, stop, size)]
 
 
 def _invert_triangle_lower(A, m, block):
@@ -195,30 +218,28 @@ def _invert_triangle_lower(A, m, block):
     non-zero diagonal) with L^-1: reference LAPACK's blocked dtrtri, lower,
     from the last block column to the first. The trailing part is already
     inverted when block column j is reached, so the panel below the diagonal
-    becomes -(L^-1)_trailing L_below,j L_jj^-1 by one dtrmm and one dtrsm.
-    The caller has checked that no diagonal entry is zero."""
+    becomes -(L^-1)_trailing L_below,j L_jj^-1 by dtrmm (tiles of the
+    panel's columns) and dtrsm (tiles of its rows). The caller has checked
+    that no diagonal entry is zero."""
     n = A.shape[0]
     info = ctypes.c_int(0)
+    one, minus_one = ctypes.byref(_ONE), ctypes.byref(_MINUS_ONE)
     last = ((n - 1) // block) * block
     for j in range(last, -1, -block):
         jb = min(block, n - j)
         below = n - j - jb
         if below > 0:
-            _dtrmm(_ch("L"), _ch("L"), _ch("N"), _ch("N"), _int(below), _int(jb),
-                   ctypes.byref(_ONE), m.at(j + jb, j + jb), m.ld, m.at(j + jb, j), m.ld)
-            _dtrsm(_ch("R"), _ch("L"), _ch("N"), _ch("N"), _int(below), _int(jb),
-                   ctypes.byref(_MINUS_ONE), m.at(j, j), m.ld, m.at(j + jb, j), m.ld)
+            run_tiles([lambda c=c, cols=cols, j=j, jb=jb, below=below: _dtrmm(
+                _ch("L"), _ch("L"), _ch("N"), _ch("N"), _int(below), _int(cols),
+                one, m.at(j + jb, j + jb), m.ld, m.at(j + jb, j + c), m.ld)
+                for c, cols in _column_tiles(0, jb)])
+            run_tiles([lambda r=r, rows=rows, j=j, jb=jb: _dtrsm(
+                _ch("R"), _ch("L"), _ch("N"), _ch("N"), _int(rows), _int(jb),
+                minus_one, m.at(j, j), m.ld, m.at(r, j), m.ld)
+                for r, rows in _row_tiles(j + jb, n)])
         _dtrtri(_ch("L"), _ch("N"), _int(jb), m.at(j, j), m.ld, ctypes.byref(info))
         if info.value != 0:  # pragma: no cover - the caller checked the diagonal
             raise ValueError(f"dtrtri: info {info.value} on diagonal block {j}")
-
-
-#: Largest order of a dsyrk in the Gram step (:func:`_gram_lower`). OpenBLAS's
-#: threaded dsyrk packs min(k, GEMM_Q) x (its columns / threads) numbers per
-#: thread: 384 x 2,048 doubles (6 MB) at this order with two threads and the
-#: SkylakeX kernels, against the 24.5 MB of the measured crash (order 16,000,
-#: k = 2,048; docs/reliability.md).
-GRAM_SYRK_MAX_ORDER = 4096
 
 
 def _gram_lower(A, m, block):
@@ -233,30 +254,33 @@ def _gram_lower(A, m, block):
         R_{i+ib}[i:i+ib, i:i+ib] = M_ii^T M_ii        (dlauum of order ib)
 
     R_i lies where M[0:i, 0:i] was, which no later step reads. The rank-ib
-    update, nearly all of the n^3/3 flops, runs by column panels of width
-    GRAM_SYRK_MAX_ORDER: dsyrk on the panel's diagonal block (order <= that
-    width, never the faulty order) and one dgemm for the rows below it. (The
-    reference dlauum's inner-product order, a dgemm of ib rows and a long
-    inner dimension per row block, put the inverse at 1.18 x OpenBLAS's
-    dpotri at N = 12,000; docs/benchmarks.md, "The blocked inverse, and
-    10-D ARD at N = 5,000".)"""
+    update, nearly all of the n^3/3 flops, runs as tiles: per column panel
+    of TILE_ROWS columns a dsyrk on its diagonal block (never OpenBLAS's
+    faulty order: docs/reliability.md) and dgemm row tiles below it; then
+    the dtrmm by tiles of P's columns. (The reference dlauum's
+    inner-product order, a dgemm of ib rows and a long inner dimension per
+    row block, put the inverse at 1.18 x OpenBLAS's dpotri at N = 12,000;
+    docs/benchmarks.md, "The blocked inverse, and 10-D ARD at N = 5,000".)"""
     n = A.shape[0]
     info = ctypes.c_int(0)
     one = ctypes.byref(_ONE)
     for i in range(0, n, block):
         ib = min(block, n - i)
         if i > 0:
-            for c in range(0, i, GRAM_SYRK_MAX_ORDER):
-                width = min(GRAM_SYRK_MAX_ORDER, i - c)
-                rows_below = i - c - width
-                _dsyrk(_ch("L"), _ch("T"), _int(width), _int(ib), one,
-                       m.at(i, c), m.ld, one, m.at(c, c), m.ld)
-                if rows_below > 0:
-                    _dgemm(_ch("T"), _ch("N"), _int(rows_below), _int(width), _int(ib), one,
-                           m.at(i, c + width), m.ld, m.at(i, c), m.ld,
-                           one, m.at(c + width, c), m.ld)
-            _dtrmm(_ch("L"), _ch("L"), _ch("T"), _ch("N"), _int(ib), _int(i),
-                   one, m.at(i, i), m.ld, m.at(i, 0), m.ld)
+            updates = []
+            for c, width in _column_tiles(0, i, TILE_ROWS):
+                updates.append(lambda c=c, width=width, i=i, ib=ib: _dsyrk(
+                    _ch("L"), _ch("T"), _int(width), _int(ib), one,
+                    m.at(i, c), m.ld, one, m.at(c, c), m.ld))
+                updates += [lambda r=r, rows=rows, c=c, width=width, i=i, ib=ib: _dgemm(
+                    _ch("T"), _ch("N"), _int(rows), _int(width), _int(ib), one,
+                    m.at(i, r), m.ld, m.at(i, c), m.ld, one, m.at(r, c), m.ld)
+                    for r, rows in _row_tiles(c + width, i)]
+            run_tiles(updates)
+            run_tiles([lambda c=c, cols=cols, i=i, ib=ib: _dtrmm(
+                _ch("L"), _ch("L"), _ch("T"), _ch("N"), _int(ib), _int(cols),
+                one, m.at(i, i), m.ld, m.at(i, c), m.ld)
+                for c, cols in _column_tiles(0, i, TILE_ROWS)])
         _dlauum(_ch("L"), _int(ib), m.at(i, i), m.ld, ctypes.byref(info))
         if info.value != 0:  # pragma: no cover - dlauum fails only on bad arguments
             raise ValueError(f"dlauum: illegal argument {-info.value}")
@@ -280,6 +304,63 @@ def inverse_from_cholesky_lower(A, block=None):
     _invert_triangle_lower(A, m, block)
     _gram_lower(A, m, block)
     return 0
+
+
+# ------------------------------------------------------------ solves
+def _column_major(B, rows):
+    """(address, leading dimension) of ``B`` (rows, k) float64 with unit row
+    stride; ValueError otherwise."""
+    k = B.shape[1] if B.ndim == 2 else 0
+    if (B.ndim != 2 or B.shape[0] != rows or B.dtype != np.float64
+            or not B.flags.writeable or not B.flags.aligned
+            or (rows > 1 and B.strides[0] != 8)
+            or (k > 1 and (B.strides[1] % 8 or B.strides[1] < 8 * rows))):
+        raise ValueError(f"expected a writeable Fortran-ordered float64 ({rows}, k) array")
+    lda = B.strides[1] // 8 if k > 1 else max(rows, 1)
+    return B.ctypes.data, lda
+
+
+def solve_lower_columns(L, B, both=False):
+    """Overwrite ``B`` (n, k) float64 Fortran-ordered with L^-1 B, or with
+    (L L^T)^-1 B where ``both`` (dpotrs), L the lower triangle of ``L``
+    (n, n) with unit row stride: dtrsm by tiles of TILE_COLUMNS columns of B
+    (:mod:`.tiles`). The caller has checked that L's diagonal has no zero."""
+    n = L.shape[0]
+    m = _Blocks(L, read_only=True)
+    base, ldb = _column_major(B, n)
+    if n == 0 or B.shape[1] == 0:
+        return B
+    one = ctypes.byref(_ONE)
+
+    def tile(c, cols):
+        at = ctypes.c_void_p(base + 8 * c * ldb)
+        for trans in ("NT" if both else "N"):
+            _dtrsm(_ch("L"), _ch("L"), _ch(trans), _ch("N"), _int(n), _int(cols), one,
+                   m.at(0, 0), m.ld, at, _int(ldb))
+
+    run_tiles([lambda c=c, cols=cols: tile(c, cols)
+               for c, cols in _column_tiles(0, B.shape[1])])
+    return B
+
+
+def solve_right_lower_transposed_rows(L, B):
+    """Overwrite ``B`` (k, n) float64 Fortran-ordered with B L^-T, L the
+    lower triangle of ``L`` (n, n) with unit row stride: dtrsm from the
+    right by tiles of TILE_ROWS rows of B (:mod:`.tiles`)."""
+    n = L.shape[0]
+    m = _Blocks(L, read_only=True)
+    k = B.shape[0]
+    if B.ndim != 2 or B.shape[1] != n:
+        raise ValueError(f"expected a (k, {n}) array")
+    if k == 0 or n == 0:
+        return B
+    base, ldb = _column_major(B, k)
+    one = ctypes.byref(_ONE)
+    run_tiles([lambda r=r, rows=rows: _dtrsm(
+        _ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(rows), _int(n), one,
+        m.at(0, 0), m.ld, ctypes.c_void_p(base + 8 * r), _int(ldb))
+        for r, rows in _row_tiles(0, k)])
+    return B
 
 
 # ------------------------------------------------------------ float32, dsymv

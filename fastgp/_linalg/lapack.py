@@ -24,6 +24,7 @@ from scipy.linalg import blas, lapack
 
 from ..exceptions import NonFiniteMatrixError, NotPositiveDefiniteError
 from . import blocked as blocked_lapack
+from . import tiles
 
 __all__ = [
     "cholesky_with_jitter",
@@ -45,10 +46,13 @@ __all__ = [
 ]
 
 #: Order from which :func:`cholesky_in_place` and :func:`cho_inverse_in_place`
-#: take the blocked path (read at call time). Below it they make one LAPACK
-#: call, as fast and far below the sizes where OpenBLAS's dsyrk fails; from
-#: it on the blocked path is as fast as LAPACK's own routines (measured in
-#: docs/reliability.md) and never reaches the faulty dsyrk.
+#: take the blocked path outside a fit (read at call time): below it one
+#: LAPACK call, far below the sizes where OpenBLAS's dsyrk fails. Inside a
+#: fit (a tile width set: :mod:`fastgp._linalg.tiles`) they take it at every
+#: order, as fixed tiles whose bits do not depend on the thread count; below
+#: one block (512) that is LAPACK's one call on one thread. Measured against
+#: OpenBLAS's threaded routines in docs/benchmarks.md ("Thread-count
+#: independent bits").
 BLOCKED_MIN_N = 4096
 
 
@@ -73,7 +77,7 @@ def _require_fortran(buffer, routine):
 
 
 def _takes_blocked_path(B):
-    return B.ndim == 2 and B.shape[0] >= BLOCKED_MIN_N
+    return B.ndim == 2 and (B.shape[0] >= BLOCKED_MIN_N or tiles.width() is not None)
 
 
 def zero_strict_upper(B, block=256):
@@ -113,19 +117,31 @@ def cholesky_in_place(B, clean=False):
     return B
 
 
+def _tiles_apply(L, B):
+    """Whether a solve with factor ``L`` on ``B`` runs as tiles
+    (:func:`fastgp._linalg.blocked.solve_lower_columns`): both float64 with
+    unit row stride, so that no operand is copied."""
+    return (L.ndim == 2 and L.dtype == np.float64 and L.flags.f_contiguous
+            and B.ndim == 2 and B.dtype == np.float64 and B.flags.f_contiguous
+            and B.flags.writeable and B.shape[0] == L.shape[0])
+
+
 def cho_solve_factor(L, Y):
     """Return K^-1 Y (n, T) C-contiguous, with L (n, n) F-contiguous holding
     the lower Cholesky factor of K (dpotrs). ``Y`` is not modified."""
     Yf = np.array(Y, dtype=np.float64, order="F", copy=True)
-    X, info = lapack.dpotrs(L, Yf, lower=1, overwrite_b=1)
-    if info != 0:
-        raise ValueError(f"dpotrs: illegal argument {-info}")
-    return np.ascontiguousarray(X)
+    if Yf.ndim == 1:
+        Yf = Yf.reshape(-1, 1, order="F")
+        return np.ascontiguousarray(cho_solve_in_place(L, Yf)).ravel()
+    return np.ascontiguousarray(cho_solve_in_place(L, Yf))
 
 
 def cho_solve_in_place(L, B):
-    """Overwrite ``B`` (n, m) float64 F-contiguous with K^-1 B (dpotrs), L
-    (n, n) F-contiguous holding the lower Cholesky factor of K (read only)."""
+    """Overwrite ``B`` (n, m) float64 F-contiguous with K^-1 B (dpotrs, as
+    fixed tiles of B's columns: :mod:`fastgp._linalg.tiles`), L (n, n)
+    F-contiguous holding the lower Cholesky factor of K (read only)."""
+    if _tiles_apply(L, B):
+        return blocked_lapack.solve_lower_columns(L, B, both=True)
     X, info = lapack.dpotrs(L, B, lower=1, overwrite_b=1)
     _check_same(X, B, "dpotrs")
     if info != 0:
@@ -152,8 +168,14 @@ def cho_inverse_in_place(L):
 
 
 def solve_lower_in_place(L, B):
-    """Overwrite ``B`` (n, m) float64 F-contiguous with L^-1 B (dtrtrs), L the
-    lower triangle of an (n, n) F-contiguous array."""
+    """Overwrite ``B`` (n, m) float64 F-contiguous with L^-1 B (dtrtrs, as
+    fixed tiles of B's columns: :mod:`fastgp._linalg.tiles`), L the lower
+    triangle of an (n, n) F-contiguous array."""
+    if _tiles_apply(L, B):
+        zeros = np.flatnonzero(np.diagonal(L) == 0.0)
+        if zeros.size:
+            raise np.linalg.LinAlgError(f"dtrtrs failed with info={int(zeros[0]) + 1}")
+        return blocked_lapack.solve_lower_columns(L, B)
     X, info = lapack.dtrtrs(L, B, lower=1, trans=0, unitdiag=0, overwrite_b=1)
     _check_same(X, B, "dtrtrs")
     if info != 0:
@@ -163,8 +185,12 @@ def solve_lower_in_place(L, B):
 
 def solve_right_lower_transposed(L, B):
     """B L^-T (BLAS dtrsm from the right) for B (m, n) float64 and the lower
-    triangle of L (n, n): written over B where B is F-contiguous (a copy
-    otherwise, as SciPy's wrapper makes); returns the result."""
+    triangle of L (n, n): written over B where B is F-contiguous (as fixed
+    tiles of B's rows: :mod:`fastgp._linalg.tiles`), a copy otherwise, as
+    SciPy's wrapper makes; returns the result."""
+    if (B.ndim == 2 and B.dtype == np.float64 and B.flags.f_contiguous and B.flags.writeable
+            and L.dtype == np.float64 and L.flags.f_contiguous and B.shape[1] == L.shape[0]):
+        return blocked_lapack.solve_right_lower_transposed_rows(L, B)
     return blas.dtrsm(1.0, L, B, side=1, lower=1, trans_a=1, overwrite_b=1)
 
 

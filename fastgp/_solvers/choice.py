@@ -42,6 +42,18 @@ def make_solver(name, params):
 #: not depend on how busy the machine is.
 AUTO_CHOLESKY_MAX_SAMPLES = 10_000
 
+#: From this many input dimensions solver="auto"'s warning says that
+#: Vecchia's neighbours may condition poorly (docs/solvers.md).
+MANY_FEATURES = 5
+
+
+def vecchia_seconds(n_samples, n_neighbors, n_theta):
+    """A rough time of one Vecchia loss+gradient on 2 cores: measured 3.6 s
+    at N = 10^6, m = 30 and 3 hyperparameters (docs/benchmarks.md,
+    "Vecchia's approximation"), scaled by N, by m^3 (each point's factor)
+    and by n_theta + 1 (the kernel's values and derivatives)."""
+    return 3.6e-6 * n_samples * (n_neighbors / 30) ** 3 * (n_theta + 1) / 4
+
 
 def choose_solver(requested, params, covariance, kernel, problem):
     """The :class:`~fastgp._solvers.base.Solver` a fit runs.
@@ -93,12 +105,21 @@ def _auto(params, problem):
     if not small and not fits:
         why += (f", and its buffer needs {format_bytes(dense_bytes)} where "
                 f"{format_bytes(reading.available)} is available ({reading.source})")
+    many = ""
+    if problem.n_features >= MANY_FEATURES:
+        many = (f" With {problem.n_features} input dimensions nearest neighbours are far "
+                "apart, and for a smooth function of many inputs the approximation can be "
+                "poor (docs/solvers.md: on 10-D ARD at N = 10,000 its fit ended hundreds of "
+                'nats below the exact one); solver="iterative" may serve better.')
+    m = vecchia.n_neighbors
+    seconds = vecchia_seconds(n, m, problem.n_theta)
     warn_user(
         f'solver="auto" chose the Vecchia solver: {why}. Vecchia\'s approximation '
-        f"conditions each point on its {vecchia.n_neighbors} nearest earlier points "
-        f"(n_neighbors), in O(N m^3) time and about "
+        f"conditions each point on its {m} nearest earlier points "
+        f"(n_neighbors), in O(N m^3) time (one loss+gradient about {seconds:.2g} s on 2 "
+        f"cores) and about "
         f"{format_bytes(vecchia.fit_bytes(problem))} here; its likelihood approaches the "
-        'exact one as n_neighbors grows. Pass solver="cholesky" (exact) or another '
+        f"exact one as n_neighbors grows.{many} Pass solver=\"cholesky\" (exact) or another "
         "solver to choose yourself.", UserWarning)
     return vecchia
 

@@ -68,6 +68,12 @@ def _receive(light, arrays):
     return light
 
 
+def _joined(arrays):
+    """The arrays concatenated; the one array itself where there is one (the
+    in-process pass: no copy of its N x m weights)."""
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
 class VecchiaSums:
     """The objective's passes over the rows, here or on joblib's workers
     (module docstring), with the same bits either way."""
@@ -92,8 +98,8 @@ class VecchiaSums:
         """(nll, grad or None, n_bad), as ``FastCovariance.vecchia_terms``."""
         parts = self._over_blocks("partials", np.asarray(theta, dtype=np.float64),
                                   bool(want_grad))
-        partial = np.concatenate([p for p, _ in parts])
-        flags = np.concatenate([f for _, f in parts])
+        partial = _joined([p for p, _ in parts])
+        flags = _joined([f for _, f in parts])
         return self.rows.covariance.vecchia_total(partial, flags, want_grad)
 
     def dual(self, theta):
@@ -102,7 +108,7 @@ class VecchiaSums:
         n_bad = sum(part[3] for part in parts)
         if n_bad:
             return None, n_bad
-        b, v, r = (np.concatenate([part[k] for part in parts]) for k in range(3))
+        b, v, r = (_joined([part[k] for part in parts]) for k in range(3))
         return self.rows.covariance.vecchia_dual(self.rows.points, self.rows.neighbours,
                                                  b, v, r, self.n_samples), 0
 

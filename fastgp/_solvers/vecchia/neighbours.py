@@ -116,7 +116,7 @@ def ordered_neighbours(X, perm, m, growth=GROWTH, brute_below=BRUTE_BELOW,
                 pending = pending[~done]
                 q = min(e, 2 * q)
         s = e
-    return np.where(out >= 0, perm[np.maximum(out, 0)], -1).astype(np.int64)
+    return _relabelled(out, perm, out=out)
 
 
 def query_neighbours(X_train, X_query, m):
@@ -139,6 +139,24 @@ def query_neighbours(X_train, X_query, m):
         c1 = min(X_query.shape[0], c0 + CHUNK)
         _, idx = tree.query(X_query[c0:c1], k=k, workers=-1)
         out[c0:c1, :k] = idx.reshape(c1 - c0, k)
+    return out
+
+
+def _relabelled(index, table, rows=None, out=None, chunk=CHUNK):
+    """``table[index]`` with -1 kept, of ``index`` (N, m) int64 (its rows
+    taken in the order ``rows`` when given), written to ``out`` (which may
+    be ``index`` itself when ``rows`` is None) or a new (N, m) array: by
+    chunks of rows, so that the temporaries are (chunk, m), not N x m
+    (four of those were a third of the peak memory of a fit at N = 10^6)."""
+    n = index.shape[0] if rows is None else rows.size
+    out = np.empty((n,) + index.shape[1:], dtype=np.int64) if out is None else out
+    for r0 in range(0, n, chunk):
+        r1 = min(n, r0 + chunk)
+        block = index[r0:r1] if rows is None else index[rows[r0:r1]]
+        missing = block < 0
+        values = table[np.maximum(block, 0)]
+        values[missing] = -1
+        out[r0:r1] = values
     return out
 
 
@@ -179,8 +197,7 @@ class SpatialLayout:
         new_point = rank[perm]
         self.rows = np.argsort(new_point, kind="stable").astype(np.int64)
         self.point = np.ascontiguousarray(new_point[self.rows])
-        self.nbrs = np.ascontiguousarray(
-            np.where(nbrs >= 0, rank[np.maximum(nbrs, 0)], -1)[self.rows])
+        self.nbrs = _relabelled(nbrs, rank, rows=self.rows)
 
     def take(self, a):
         """A per-sample array (N, ...) in the new labels: ``a[sigma]``."""

@@ -1,0 +1,90 @@
+"""Level-3 work as fixed tiles on a pool of threads, so that its results do
+not depend on how many threads run it (docs/design.md, "Parallel passes,
+determinism and threads").
+
+OpenBLAS splits a threaded call by its thread count, and its kernels round
+the pieces' edges differently: the same dpotrf, dpotri, dtrsm or dgemm gives
+other bits on one thread than on two. fastgp's blocked routines
+(:mod:`.blocked`) therefore cut every large call into tiles whose shapes are
+a function of the matrix's order alone and run each tile as one call of
+single-threaded BLAS; the tiles of one step are independent (they write
+disjoint blocks), so which thread runs which tile, and how many threads
+there are, changes nothing in the result. Inside a fit the thread policy
+(:mod:`fastgp._engine.threads`) keeps BLAS itself on one thread and sets how
+many threads run the tiles (:func:`set_width`); outside one (a direct call),
+the tiles run one after another in the calling thread, each on BLAS's own
+threads, as before.
+
+ctypes releases the GIL during each BLAS call (:mod:`.blocked`), so the
+pool's threads compute at once.
+"""
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["set_width", "width", "run_tiles", "TILE_ROWS", "TILE_COLUMNS"]
+
+#: Rows of one tile of a panel update or solve (dgemm, dtrsm).
+TILE_ROWS = 512
+
+#: Columns of one tile of a triangular multiply or a solve with many
+#: right-hand sides (dtrmm, dtrsm).
+TILE_COLUMNS = 128
+
+_local = threading.local()
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def set_width(count):
+    """Run this thread's tiles on ``count`` threads (an int >= 1), with BLAS
+    on one thread; None: outside a fit (the module docstring). Returns the
+    previous setting."""
+    previous = getattr(_local, "width", None)
+    _local.width = None if count is None else max(1, int(count))
+    return previous
+
+
+def width():
+    """This thread's tile threads, or None outside a fit."""
+    return getattr(_local, "width", None)
+
+
+def _executor():
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                else (os.cpu_count() or 1)
+            _pool = ThreadPoolExecutor(max_workers=max(1, cpus - 1),
+                                       thread_name_prefix="fastgp-tiles")
+        return _pool
+
+
+def run_tiles(tasks):
+    """Call every callable of ``tasks`` (a list of independent tiles), on
+    this thread's :func:`width` threads (the caller's among them); in order
+    in the caller's thread where the width is 1 or unset. The first
+    exception raised by a tile is raised here once all have stopped."""
+    threads = width() or 1
+    if threads <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            task()
+        return
+    queue = iter(tasks)  # next() on a list iterator is atomic under the GIL
+    failures = []
+
+    def drain():
+        for task in queue:
+            try:
+                task()
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+                failures.append(exc)
+
+    helpers = [_executor().submit(drain) for _ in range(min(threads, len(tasks)) - 1)]
+    drain()
+    for helper in helpers:
+        helper.result()
+    if failures:
+        raise failures[0]
