@@ -87,7 +87,7 @@ class _BlasPin:
     def release(self):
         """Back to the machine's own BLAS thread counts, and no Python thread
         holding threadpoolctl's control of OpenBLAS (see
-        fastgp._engine.threads._set_library_threads)."""
+        fastgp._linalg.blas_threads._set_library_threads)."""
         self._stack.close()
         self._stack = None
 

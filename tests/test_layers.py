@@ -6,8 +6,9 @@
   (fastgp._engine.threads), which the fit core, the solvers and the workers
   of parallel restarts use;
 - LAPACK and BLAS only inside fastgp/_linalg; the thread governor sets how
-  many threads run its tiles (fastgp._linalg.tiles, which imports nothing of
-  fastgp);
+  many threads run its tiles and BLAS (fastgp._linalg.tiles and
+  fastgp._linalg.blas_threads, which import nothing of fastgp; the solvers
+  may run code on one BLAS thread through the latter);
 - the estimators never import the engine or LAPACK;
 - no solver folder imports another (fastgp/_solvers/<name>/);
 - each layer imports only the layers below it;
@@ -38,11 +39,13 @@ DOORS = {
     "scipy.linalg.cython_lapack": {"_linalg/"},
     "fastgp._linalg.blocked": {"_linalg/lapack.py"},
     "fastgp._linalg.tiles": {"_linalg/", "_engine/threads.py"},
+    "fastgp._linalg.blas_threads": {"_linalg/", "_engine/threads.py", "_solvers/"},
 }
 
 #: folder -> the fastgp modules (prefixes) it may import: the layers below.
 BELOW = {
-    "_engine/": {"fastgp._engine", "fastgp._linalg.tiles", "fastgp.exceptions"},
+    "_engine/": {"fastgp._engine", "fastgp._linalg.tiles", "fastgp._linalg.blas_threads",
+                 "fastgp.exceptions"},
     "_linalg/": {"fastgp._linalg", "fastgp.exceptions"},
     "memory/": {"fastgp.memory", "fastgp.exceptions", "fastgp._user_warnings"},
     "_backend/": {"fastgp._backend", "fastgp._engine", "fastgp.exceptions",

@@ -35,12 +35,14 @@ single-thread time. Two rules follow.
 The user's settings are restored in ``finally``: the Numba thread count is
 thread-local; the BLAS limit is process-wide, so concurrent fits share one
 saved copy of the user's limits (the first to enter saves it, the last to
-leave restores it). Results do not depend on any thread count: the Numba
-passes reduce over a fixed number of column blocks, and inside the block
-BLAS runs on one thread while the LAPACK steps' fixed tiles run on the
-threads the policy chose (:mod:`fastgp._linalg.tiles`; OpenBLAS's own
-threaded routines round differently with different thread counts), so a fit
-on a busy machine gives the quiet machine's bits (docs/reliability.md). Setting
+leave restores it: :mod:`fastgp._linalg.blas_threads`). Results do not
+depend on any thread count: the Numba passes reduce over a fixed number of
+column blocks, the LAPACK steps run as fixed tiles of single-threaded BLAS
+on the threads the policy chose (:mod:`fastgp._linalg.tiles`; OpenBLAS's own
+threaded dpotrf and dpotri round differently with different thread counts),
+and NumPy's other BLAS calls (dgemm, dgemv) compute each output entry on one
+thread in a fixed order, so a fit on a busy machine gives the quiet
+machine's bits (docs/reliability.md). Setting
 ``FASTGP_ADAPTIVE_THREADS=0`` switches the per-evaluation policy off (the
 user's settings are then used throughout, small problems still run serial).
 """
@@ -52,6 +54,9 @@ from contextlib import contextmanager
 
 import numba
 
+from .._linalg.blas_threads import enter as enter_blas
+from .._linalg.blas_threads import leave as leave_blas
+from .._linalg.blas_threads import set_count as set_blas_count
 from .._linalg.tiles import set_width, width
 from .config import start_numba_threads
 
@@ -143,76 +148,6 @@ def idle_cores(loadavg="/proc/loadavg", task_dir="/proc/self/task"):
     return max(1, cpus - int(round(others)))
 
 
-# ------------------------------------------------------------ BLAS limits
-# The BLAS limit is process-wide, so concurrent fits share one saved copy of
-# the user's limits: the first to enter saves them, the last to leave
-# restores them. Nested ``threadpool_limits`` blocks entered from two threads
-# would each save what they found and restore it in the order they end,
-# leaving BLAS limited for good when the block that started second ends last
-# (a fit changes no global state).
-_BLAS_LOCK = threading.Lock()
-_blas_users = 0
-_blas_saved = None  # [(library controller, user's thread count)]
-_blas_controller = None
-
-
-def _blas_libraries():
-    """threadpoolctl's controllers of the loaded BLAS libraries, found once
-    (scanning the loaded libraries costs milliseconds; setting a count on a
-    known one costs about a microsecond)."""
-    global _blas_controller
-    if _blas_controller is None:
-        from threadpoolctl import ThreadpoolController
-
-        _blas_controller = ThreadpoolController().select(user_api="blas")
-    return _blas_controller.lib_controllers
-
-
-def _enter_blas():
-    """Save the user's BLAS limits (first user) and return their smallest."""
-    global _blas_users, _blas_saved
-    with _BLAS_LOCK:
-        if _blas_users == 0:
-            _blas_saved = [(lib, lib.num_threads) for lib in _blas_libraries()]
-        _blas_users += 1
-        return min((count for _, count in _blas_saved), default=1)
-
-
-def _set_library_threads(lib, count):
-    """Set one BLAS library's process-wide thread count from this thread.
-
-    threadpoolctl >= 3.8 lets one "controlling" Python thread change a
-    process-wide OpenBLAS pool (the first to set it) and silently ignores the
-    others. fastgp serialises its own changes under ``_BLAS_LOCK``, so it takes
-    control for the call and hands it back at once (``clear_controlling_thread``
-    clears it only where this thread holds it); otherwise the restore made by
-    the last of two overlapping fits, from another thread, would do nothing
-    and leave BLAS on one thread for good. A user's thread that holds control
-    (inside its own ``threadpool_limits`` block) keeps it: fastgp's change is
-    then ignored, and so is its restore."""
-    lib.set_num_threads(count)
-    release = getattr(type(lib), "clear_controlling_thread", None)
-    if release is not None:
-        release()
-
-
-def _set_blas(count):
-    """Set every BLAS library to ``count`` threads, none above the user's."""
-    with _BLAS_LOCK:
-        for lib, user in _blas_saved:
-            _set_library_threads(lib, min(count, user))
-
-
-def _leave_blas():
-    global _blas_users, _blas_saved
-    with _BLAS_LOCK:
-        _blas_users -= 1
-        if _blas_users == 0:
-            for lib, user in _blas_saved:
-                _set_library_threads(lib, user)
-            _blas_saved = None
-
-
 # ------------------------------------------------------------ the policy
 class Governor:
     """The thread policy of one fit (or prediction), in force between
@@ -256,6 +191,7 @@ class Governor:
         count = self.threads_now()
         if count != self.current:
             numba.set_num_threads(min(count, self.numba_threads))
+            set_blas_count(min(count, self.blas_threads))
             set_width(min(count, self.blas_threads))
             self.current = count
         start = time.perf_counter()
@@ -274,14 +210,14 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
     """Context manager for a fit, prediction or evaluation on ``n_samples``
     training samples; yields its :class:`Governor`.
 
-    Inside, BLAS itself runs on one thread and the LAPACK steps' tiles run
-    on the BLAS thread count the user set (:mod:`fastgp._linalg.tiles`), so
-    that no result depends on a thread count. Below :data:`SERIAL_BELOW`
-    samples everything inside runs on one thread (Numba and the tiles).
+    Inside, the LAPACK steps run as fixed tiles of single-threaded BLAS on
+    as many threads as BLAS may use (:mod:`fastgp._linalg.tiles`), so that
+    no result depends on a thread count. Below :data:`SERIAL_BELOW` samples
+    everything inside runs on one thread (Numba, BLAS and the tiles).
     Otherwise the governor limits each evaluation it runs to the idle cores,
     if ``adaptive`` (and ``FASTGP_ADAPTIVE_THREADS`` is not "0"); code run
     inside the block but not through the governor uses the latest decision.
-    ``max_threads`` (an int) caps Numba's and the tiles' threads inside the
+    ``max_threads`` (an int) caps Numba's, BLAS's and the tiles' threads inside the
     block whatever the policy: a joblib worker that shares the machine with
     others takes its share of the cores. The user's Numba thread count (this
     thread's) and BLAS limits are restored on exit, whatever happens inside.
@@ -291,24 +227,25 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
     serial = n_samples < SERIAL_BELOW
     adaptive = adaptive and not serial and _adaptive_enabled()
     cap = None if max_threads is None else max(1, int(max_threads))
-    blas_threads = _enter_blas()
+    user_blas = enter_blas()
     previous_width = width()
     try:
-        _set_blas(1)
         if serial:
             numba.set_num_threads(1)
+            set_blas_count(1)
             set_width(1)
             yield Governor(1, 1, adaptive=False)
         else:
             numba_threads = before if cap is None else min(before, cap)
             if cap is not None:
-                blas_threads = min(blas_threads, cap)
+                user_blas = min(user_blas, cap)
                 numba.set_num_threads(numba_threads)
-            set_width(blas_threads)
-            yield Governor(numba_threads, blas_threads, adaptive=adaptive)
+                set_blas_count(user_blas)
+            set_width(user_blas)
+            yield Governor(numba_threads, user_blas, adaptive=adaptive)
     finally:
         try:
-            _leave_blas()
+            leave_blas()
         finally:
             set_width(previous_width)
             numba.set_num_threads(before)

@@ -32,7 +32,7 @@ import ctypes
 import numpy as np
 from scipy.linalg import cython_blas, cython_lapack
 
-from .tiles import TILE_COLUMNS, TILE_ROWS, run_tiles
+from .tiles import TILE_COLUMNS, TILE_ROWS, run_tiles, width
 
 __all__ = ["DEFAULT_BLOCK", "cholesky_lower", "inverse_from_cholesky_lower",
            "solve_lower_columns", "solve_right_lower_transposed_rows",
@@ -142,7 +142,12 @@ def _global_info(routine, info, offset):
 
 
 def _check_block(block):
-    block = DEFAULT_BLOCK if block is None else int(block)
+    """``block``, or the default: DEFAULT_BLOCK outside a fit, TILE_ROWS
+    inside one (:mod:`.tiles`: BLAS on one thread, smaller blocks keep both
+    threads busy)."""
+    if block is None:
+        block = DEFAULT_BLOCK if width() is None else TILE_ROWS
+    block = int(block)
     if block < 1:
         raise ValueError(f"block must be >= 1, got {block}")
     return block
@@ -154,7 +159,7 @@ def cholesky_lower(A, block=None):
 
     Reference LAPACK's blocked dpotrf, lower, left-looking: for each block
     column j (width ``block``, default :data:`DEFAULT_BLOCK` read at call
-    time), its diagonal block is updated by dsyrk
+    time, TILE_ROWS inside a fit), its diagonal block is updated by dsyrk
     (order <= block) and factored by dpotrf, and the panel below it is
     updated by one dgemm with all earlier columns and solved by dtrsm.
 
@@ -268,14 +273,14 @@ def _gram_lower(A, m, block):
         ib = min(block, n - i)
         if i > 0:
             updates = []
-            for c, width in _column_tiles(0, i, TILE_ROWS):
-                updates.append(lambda c=c, width=width, i=i, ib=ib: _dsyrk(
-                    _ch("L"), _ch("T"), _int(width), _int(ib), one,
+            for c, panel in _column_tiles(0, i, TILE_ROWS):
+                updates.append(lambda c=c, panel=panel, i=i, ib=ib: _dsyrk(
+                    _ch("L"), _ch("T"), _int(panel), _int(ib), one,
                     m.at(i, c), m.ld, one, m.at(c, c), m.ld))
-                updates += [lambda r=r, rows=rows, c=c, width=width, i=i, ib=ib: _dgemm(
-                    _ch("T"), _ch("N"), _int(rows), _int(width), _int(ib), one,
+                updates += [lambda r=r, rows=rows, c=c, panel=panel, i=i, ib=ib: _dgemm(
+                    _ch("T"), _ch("N"), _int(rows), _int(panel), _int(ib), one,
                     m.at(i, r), m.ld, m.at(i, c), m.ld, one, m.at(r, c), m.ld)
-                    for r, rows in _row_tiles(c + width, i)]
+                    for r, rows in _row_tiles(c + panel, i)]
             run_tiles(updates)
             run_tiles([lambda c=c, cols=cols, i=i, ib=ib: _dtrmm(
                 _ch("L"), _ch("L"), _ch("T"), _ch("N"), _int(ib), _int(cols),
