@@ -74,6 +74,9 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),
     "min_reported_time": 1,
+    # two examples at a time (joblib processes): the gallery's run is most of
+    # the documentation build's time, and CI's machine has two cores
+    "parallel": 2,
 }
 
 # -- HTML ------------------------------------------------------------------------

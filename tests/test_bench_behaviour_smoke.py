@@ -11,7 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import bench_busy_machine, bench_optimizers  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+              pytest.mark.slow]  # the benchmarks' cases, in child processes
 
 
 def test_bench_busy_machine_runs_every_case(tmp_path, capsys):

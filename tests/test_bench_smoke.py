@@ -28,7 +28,8 @@ from bench._problems import make_problem  # noqa: E402
 from bench._report import evaluate_targets  # noqa: E402
 from bench.peers import get_adapter  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+              pytest.mark.slow]  # the benchmarks' cases, in child processes
 
 
 def _tiny_args(tmp_path, peers="fastgp,sklearn"):

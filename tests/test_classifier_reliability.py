@@ -116,6 +116,7 @@ def test_classifier_memory_estimate_bounds_what_a_fit_allocates():
     assert peak <= laplace_fit_bytes([n], 2, 3)
 
 
+@pytest.mark.slow  # fits side by side under tracemalloc
 @pytest.mark.parametrize("what", ["fit", "log_marginal_likelihood"])
 def test_classifier_no_n_by_n_by_n_theta_tensor(what):
     """A loss+gradient (and a whole fit, whose buffer is kept as L_) peaks

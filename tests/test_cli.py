@@ -23,6 +23,7 @@ def _run_module(*args):
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow  # a new process fits the main job
 def test_python_m_fastgp_fits_and_prints_the_summary():
     result = _run_module("--n-samples", "200", "--quiet")
     assert result.returncode == 0, result.stderr

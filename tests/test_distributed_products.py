@@ -223,5 +223,8 @@ def test_distributed_benchmark_runs_at_a_tiny_n(tmp_path, capsys):
     moved = doc["per_cg_iteration"]
     # V out to the tasks and K V back, at least once each on dask's connections
     assert moved["workers_wrote"] + moved["caller_wrote"] >= 2 * doc["V_bytes"]
-    assert moved["tasks"] == 2 and moved["inputs_sent"] == 0  # 2 row blocks at N = 200
+    # 2 row blocks at N = 200; a task that lands on a worker without the
+    # fit's inputs answers None and is sent again with them, so a loaded
+    # machine may run more, but the inputs go once per fit, not per product
+    assert moved["tasks"] >= 2 and moved["inputs_sent"] == 0
     assert "same bits as in process: yes" in capsys.readouterr().out

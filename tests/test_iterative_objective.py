@@ -62,6 +62,7 @@ def test_exact_preconditioner_gives_the_exact_value_and_gradient(kernel, d, n_ta
     np.testing.assert_allclose(grad, grad0, rtol=1e-6, atol=1e-8 * np.abs(grad0).max())
 
 
+@pytest.mark.slow  # many probe counts
 def test_error_falls_with_probes_at_the_monte_carlo_rate():
     # with a poor preconditioner (rank 5) the error is the probes': its RMS
     # over seeds (value and gradient together) falls as 1/sqrt(t); 4 -> 64
@@ -93,6 +94,7 @@ def test_value_error_falls_as_the_tolerance_tightens():
     assert errors[2] < 1e-6 * abs(reference)
 
 
+@pytest.mark.slow  # 200 seeds
 def test_gradient_estimator_is_unbiased_over_seeds():
     # 200 independent probe sets: the mean estimate lies within 4 standard
     # errors of the exact gradient in every component (fails for a biased

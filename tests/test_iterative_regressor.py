@@ -80,6 +80,7 @@ def test_predictions_and_likelihood_at_the_same_hyperparameters():
     assert iterative.log_marginal_likelihood() == iterative.log_marginal_likelihood_value_
 
 
+@pytest.mark.slow  # an exact and a matrix-free fit side by side
 def test_predictive_std_is_accurate_where_the_noise_is_small():
     # noise variance 1e-4 beside a signal variance 2: the variance k** -
     # k*^T K~^-1 k* cancels to the noise's order, so the prediction solves to

@@ -18,6 +18,7 @@ not positive definite in more).
 """
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
@@ -117,6 +118,7 @@ def problems(draw):
     return kernel, X, y, rng
 
 
+@pytest.mark.slow  # hundreds of kernels against scikit-learn
 @SETTINGS
 @given(problems())
 def test_kernels_hypothesis_lml_and_gradient_match_sklearn(problem):

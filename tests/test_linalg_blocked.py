@@ -338,6 +338,7 @@ def test_bench_large_n_reports_a_crash_as_a_signal():
     assert bench._describe_failure(failed) == "error: exit code 1: AssertionError"
 
 
+@pytest.mark.slow  # child processes
 def test_bench_large_n_runs_its_cases_in_child_processes(tmp_path, capsys):
     bench = _bench_large_n()
     out = tmp_path / "large_n.json"

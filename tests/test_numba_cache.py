@@ -101,9 +101,33 @@ def _cached_where(sandbox, location):
             "user-wide": sandbox.user_wide}[location]
 
 
-@pytest.mark.slow  # compiles a private copy of the package from nothing, per location
+WHERE_IT_CACHES = textwrap.dedent("""
+    import json
+    import fastgp
+    from fastgp._engine import passes
+    print(json.dumps({"fastgp": fastgp.__file__,
+                      "path": str(passes.covariance_pass._cache.cache_path)}))
+""")
+
+
 @pytest.mark.parametrize("location", LOCATIONS)
-def test_editing_a_callee_module_invalidates_cached_callers(tmp_path, location):
+def test_each_location_is_where_the_routines_would_cache(tmp_path, location):
+    """Which of the three places a child chooses, read from its routines'
+    cache without compiling anything; the full compile, load, edit and
+    recompile cycle runs once, in the in-tree cache (below), as the three
+    places share the code that reads and writes them."""
+    sandbox = Sandbox(tmp_path)
+    options = dict(LOCATIONS[location])
+    if options.pop("block_in_tree", False):
+        sandbox.block_in_tree()
+    path = Path(sandbox.run_script(WHERE_IT_CACHES, **options)["path"])
+    where = Path(_cached_where(sandbox, location))
+    assert path == where or where in path.parents, (path, where)
+    assert sandbox.cache_files() == []  # nothing compiled, nothing written
+
+
+@pytest.mark.slow  # compiles a private copy of the package from nothing
+def test_editing_a_callee_module_invalidates_cached_callers(tmp_path, location="in-tree"):
     sandbox = Sandbox(tmp_path)
     options = dict(LOCATIONS[location])
     if options.pop("block_in_tree", False):

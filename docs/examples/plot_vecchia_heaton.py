@@ -1,7 +1,7 @@
 """
-=========================================================
+============================================================
 A hundred thousand temperatures with Vecchia's approximation
-=========================================================
+============================================================
 
 Heaton et al. (2019) set a competition among methods for large spatial
 data: land-surface temperatures simulated on a 500 x 300 grid, 105,569
