@@ -7,8 +7,7 @@
   of parallel restarts use;
 - LAPACK and BLAS only inside fastgp/_linalg; the thread governor sets how
   many threads run its tiles and BLAS (fastgp._linalg.tiles and
-  fastgp._linalg.blas_threads, which import nothing of fastgp; the solvers
-  may run code on one BLAS thread through the latter);
+  fastgp._linalg.blas_threads, which import nothing of fastgp);
 - the estimators never import the engine or LAPACK;
 - no solver folder imports another (fastgp/_solvers/<name>/);
 - each layer imports only the layers below it;
@@ -39,7 +38,7 @@ DOORS = {
     "scipy.linalg.cython_lapack": {"_linalg/"},
     "fastgp._linalg.blocked": {"_linalg/lapack.py"},
     "fastgp._linalg.tiles": {"_linalg/", "_engine/threads.py"},
-    "fastgp._linalg.blas_threads": {"_linalg/", "_engine/threads.py", "_solvers/"},
+    "fastgp._linalg.blas_threads": {"_linalg/", "_engine/threads.py"},
 }
 
 #: folder -> the fastgp modules (prefixes) it may import: the layers below.

@@ -146,9 +146,9 @@ def test_threads_each_evaluation_uses_the_idle_cores_and_settings_come_back(
         assert numba.get_num_threads() == 2  # and this thread's Numba count
     finally:
         numba.set_num_threads(before)
-    # BLAS and the LAPACK tiles on the idle cores (fastgp._linalg.tiles;
-    # each tile itself one single-threaded BLAS call)
-    expected = (1, [1], 1) if idle == 1 else (2, [2], 2)
+    # BLAS itself on one thread inside the fit; the LAPACK tiles on the
+    # idle cores (fastgp._linalg.tiles)
+    expected = (1, [1], 1) if idle == 1 else (2, [1], 2)
     assert seen and all(s == expected for s in seen), seen
     assert tiles.width() is None  # outside the fit
 
@@ -226,25 +226,3 @@ def test_threads_numba_pool_starts_with_openmp_passive_wait_unless_chosen(env, e
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == expected
-
-
-def test_threads_tiled_steps_run_blas_on_one_thread_and_defer_a_new_count():
-    from fastgp._linalg import blas_threads
-
-    with threadpool_limits(limits=2, user_api="blas"):
-        with blas_threads.single_threaded():  # outside a fit: nothing changes
-            assert _blas_counts() == [2]
-        assert blas_threads.enter() == 2
-        try:
-            with blas_threads.single_threaded():
-                assert _blas_counts() == [1]
-                with blas_threads.single_threaded():  # nested: still one thread
-                    blas_threads.set_count(2)  # deferred to the last step's end
-                    assert _blas_counts() == [1]
-                assert _blas_counts() == [1]
-            assert _blas_counts() == [2]  # the count set meanwhile
-            blas_threads.set_count(1)
-            assert _blas_counts() == [1]
-        finally:
-            blas_threads.leave()
-        assert _blas_counts() == [2]  # the user's limit is back

@@ -37,11 +37,10 @@ thread-local; the BLAS limit is process-wide, so concurrent fits share one
 saved copy of the user's limits (the first to enter saves it, the last to
 leave restores it: :mod:`fastgp._linalg.blas_threads`). Results do not
 depend on any thread count: the Numba passes reduce over a fixed number of
-column blocks, the LAPACK steps run as fixed tiles of single-threaded BLAS
-on the threads the policy chose (:mod:`fastgp._linalg.tiles`; OpenBLAS's own
-threaded dpotrf and dpotri round differently with different thread counts),
-and NumPy's other BLAS calls (dgemm, dgemv) compute each output entry on one
-thread in a fixed order, so a fit on a busy machine gives the quiet
+column blocks, BLAS runs on one thread (OpenBLAS's threaded dpotrf, dpotri,
+dgemm, dgemv and ddot round differently with different thread counts), and
+the LAPACK steps run as fixed tiles on the threads the policy chose
+(:mod:`fastgp._linalg.tiles`), so a fit on a busy machine gives the quiet
 machine's bits (docs/reliability.md). Setting
 ``FASTGP_ADAPTIVE_THREADS=0`` switches the per-evaluation policy off (the
 user's settings are then used throughout, small problems still run serial).
@@ -191,7 +190,6 @@ class Governor:
         count = self.threads_now()
         if count != self.current:
             numba.set_num_threads(min(count, self.numba_threads))
-            set_blas_count(min(count, self.blas_threads))
             set_width(min(count, self.blas_threads))
             self.current = count
         start = time.perf_counter()
@@ -210,14 +208,15 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
     """Context manager for a fit, prediction or evaluation on ``n_samples``
     training samples; yields its :class:`Governor`.
 
-    Inside, the LAPACK steps run as fixed tiles of single-threaded BLAS on
-    as many threads as BLAS may use (:mod:`fastgp._linalg.tiles`), so that
-    no result depends on a thread count. Below :data:`SERIAL_BELOW` samples
-    everything inside runs on one thread (Numba, BLAS and the tiles).
+    Inside, BLAS itself runs on one thread and the LAPACK steps run as fixed
+    tiles on as many threads as the user lets BLAS use
+    (:mod:`fastgp._linalg.tiles`), so that no result depends on a thread
+    count. Below :data:`SERIAL_BELOW` samples everything inside runs on one
+    thread (Numba and the tiles).
     Otherwise the governor limits each evaluation it runs to the idle cores,
     if ``adaptive`` (and ``FASTGP_ADAPTIVE_THREADS`` is not "0"); code run
     inside the block but not through the governor uses the latest decision.
-    ``max_threads`` (an int) caps Numba's, BLAS's and the tiles' threads inside the
+    ``max_threads`` (an int) caps Numba's and the tiles' threads inside the
     block whatever the policy: a joblib worker that shares the machine with
     others takes its share of the cores. The user's Numba thread count (this
     thread's) and BLAS limits are restored on exit, whatever happens inside.
@@ -230,9 +229,9 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
     user_blas = enter_blas()
     previous_width = width()
     try:
+        set_blas_count(1)  # every BLAS call single-threaded: its bits
         if serial:
             numba.set_num_threads(1)
-            set_blas_count(1)
             set_width(1)
             yield Governor(1, 1, adaptive=False)
         else:
@@ -240,7 +239,6 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
             if cap is not None:
                 user_blas = min(user_blas, cap)
                 numba.set_num_threads(numba_threads)
-                set_blas_count(user_blas)
             set_width(user_blas)
             yield Governor(numba_threads, user_blas, adaptive=adaptive)
     finally:

@@ -25,7 +25,6 @@ from scipy.linalg import blas, lapack
 from ..exceptions import NonFiniteMatrixError, NotPositiveDefiniteError
 from . import blocked as blocked_lapack
 from . import tiles
-from .blas_threads import single_threaded
 
 __all__ = [
     "cholesky_with_jitter",
@@ -103,8 +102,7 @@ def cholesky_in_place(B, clean=False):
     """
     if _takes_blocked_path(B):
         _require_fortran(B, "dpotrf")
-        with single_threaded():
-            info = blocked_lapack.cholesky_lower(B)
+        info = blocked_lapack.cholesky_lower(B)
         if info > 0:
             raise NotPositiveDefiniteError(info, B.shape[0])
         if clean:
@@ -143,8 +141,7 @@ def cho_solve_in_place(L, B):
     fixed tiles of B's columns: :mod:`fastgp._linalg.tiles`), L (n, n)
     F-contiguous holding the lower Cholesky factor of K (read only)."""
     if _tiles_apply(L, B):
-        with single_threaded():
-            return blocked_lapack.solve_lower_columns(L, B, both=True)
+        return blocked_lapack.solve_lower_columns(L, B, both=True)
     X, info = lapack.dpotrs(L, B, lower=1, overwrite_b=1)
     _check_same(X, B, "dpotrs")
     if info != 0:
@@ -159,8 +156,7 @@ def cho_inverse_in_place(L):
     The strict upper triangle is left as it was."""
     if _takes_blocked_path(L):
         _require_fortran(L, "dpotri")
-        with single_threaded():
-            info = blocked_lapack.inverse_from_cholesky_lower(L)
+        info = blocked_lapack.inverse_from_cholesky_lower(L)
         if info != 0:
             raise NotPositiveDefiniteError(info, L.shape[0])
         return L
@@ -179,8 +175,7 @@ def solve_lower_in_place(L, B):
         zeros = np.flatnonzero(np.diagonal(L) == 0.0)
         if zeros.size:
             raise np.linalg.LinAlgError(f"dtrtrs failed with info={int(zeros[0]) + 1}")
-        with single_threaded():
-            return blocked_lapack.solve_lower_columns(L, B)
+        return blocked_lapack.solve_lower_columns(L, B)
     X, info = lapack.dtrtrs(L, B, lower=1, trans=0, unitdiag=0, overwrite_b=1)
     _check_same(X, B, "dtrtrs")
     if info != 0:
@@ -195,8 +190,7 @@ def solve_right_lower_transposed(L, B):
     SciPy's wrapper makes; returns the result."""
     if (B.ndim == 2 and B.dtype == np.float64 and B.flags.f_contiguous and B.flags.writeable
             and L.dtype == np.float64 and L.flags.f_contiguous and B.shape[1] == L.shape[0]):
-        with single_threaded():
-            return blocked_lapack.solve_right_lower_transposed_rows(L, B)
+        return blocked_lapack.solve_right_lower_transposed_rows(L, B)
     return blas.dtrsm(1.0, L, B, side=1, lower=1, trans_a=1, overwrite_b=1)
 
 
@@ -364,8 +358,7 @@ def cholesky_float32_in_place(A):
     (:func:`fastgp._linalg.blocked.cholesky_lower_float32`: reference
     LAPACK's blocked spotrf over ssyrk, sgemm and strsm). Raises
     NotPositiveDefiniteError (A partly overwritten)."""
-    with single_threaded():
-        info = blocked_lapack.cholesky_lower_float32(A)
+    info = blocked_lapack.cholesky_lower_float32(A)
     if info > 0:
         raise NotPositiveDefiniteError(info, A.shape[0])
     return A
@@ -377,8 +370,7 @@ def cho_solve_float32(A, y):
     precision: relative error about cond(L L^T) x 6e-8). ``y`` is not
     modified."""
     x = np.array(y, dtype=np.float32, order="F", copy=True)
-    with single_threaded():
-        blocked_lapack.solve_float32(A, x)
+    blocked_lapack.solve_float32(A, x)
     return x.astype(np.float64)
 
 
@@ -386,9 +378,7 @@ def symmetric_matvec(A, x, lower, diag=None):
     """S @ x (n,) float64 for the symmetric S whose off-diagonal entries are
     the strict lower (``lower=True``) or strict upper triangle of ``A``
     (n, n) float64 F-contiguous and whose diagonal is ``diag`` (None: A's
-    own): one dsymv (one pass over the triangle, no copy; inside a fit on
-    one BLAS thread, as OpenBLAS's threaded driver sums per-thread parts
-    whose split depends on the thread count). The other triangle is not read. With ``diag`` given,
+    own): one dsymv (one pass over the triangle, no copy). The other triangle is not read. With ``diag`` given,
     A's diagonal is swapped for it during the call and its bits restored
     after it (they may belong to a float32 view such as
     :func:`float32_lower_view`)."""
@@ -402,8 +392,7 @@ def symmetric_matvec(A, x, lower, diag=None):
         saved = np.diagonal(A.view(np.uint64)).copy()
         np.fill_diagonal(A, diag)
     try:
-        with single_threaded():  # threaded dsymv sums per-thread parts
-            blocked_lapack.symmetric_matvec(A, x, out, lower)
+        blocked_lapack.symmetric_matvec(A, x, out, lower)
     finally:
         if saved is not None:
             np.fill_diagonal(A.view(np.uint64), saved)

@@ -3,8 +3,9 @@ not depend on how many threads run it (docs/design.md, "Parallel passes,
 determinism and threads").
 
 OpenBLAS splits a threaded call by its thread count, and its kernels round
-the pieces' edges differently: the same dpotrf, dpotri, dtrsm or dgemm gives
-other bits on one thread than on two. fastgp's blocked routines
+the pieces' edges differently: the same dpotrf, dpotri or dgemm gives other
+bits on one thread than on two (docs/benchmarks.md, "Thread-count
+independent bits"). fastgp's blocked routines
 (:mod:`.blocked`) therefore cut every large call into tiles whose shapes are
 a function of the matrix's order alone and run each tile as one call of
 single-threaded BLAS; the tiles of one step are independent (they write

@@ -48,7 +48,6 @@ import math
 import numpy as np
 
 from ..._linalg.blas_pool import release_blas_workers
-from ..._linalg.blas_threads import on_one_blas_thread
 from ...exceptions import NotPositiveDefiniteError
 from ..base import KeptModel, PointFailed, guarded_value, guarded_value_and_grad
 from .diagonal import diagonal_gradient
@@ -224,7 +223,6 @@ class IterativeNegLogMarginalLikelihood:
         return 0.5 * (exact_diagonal
                       + self.covariance.grad_bilinear(theta, left, right, S, -T))
 
-    @on_one_blas_thread
     def evaluate(self, theta, with_gradient=True):
         """(value, gradient or None) at theta; raises NotPositiveDefiniteError."""
         theta = np.asarray(theta, dtype=np.float64)
@@ -243,7 +241,6 @@ class IterativeNegLogMarginalLikelihood:
         self.n_evaluations += 1
         return guarded_value_and_grad(self.evaluate, theta)
 
-    @on_one_blas_thread
     def final(self, theta):
         """The kept model at theta: (A (n, T), value, system); raises
         NotPositiveDefiniteError."""

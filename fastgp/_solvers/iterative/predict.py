@@ -28,7 +28,6 @@ at a relative residual of 1e-4, 0.7 % at 1e-6 and 0.009 % at 1e-8.
 
 import numpy as np
 
-from ..._linalg.blas_threads import on_one_blas_thread
 from ..chunks import CHUNK_BYTES, query_chunks
 
 __all__ = ["predict_mean_var_iterative", "predict_mean_cov_iterative", "prediction_tol",
@@ -48,7 +47,6 @@ def prediction_tol(cg_tol):
     return PREDICTION_TOL_FACTOR * float(cg_tol)
 
 
-@on_one_blas_thread
 def predict_mean_var_iterative(system, A, X_query, want_var):
     """Mean (m, T), latent variance (m,) or None, and the largest relative
     CG residual reached (0.0 without variance), solving to
@@ -73,7 +71,6 @@ def predict_mean_var_iterative(system, A, X_query, want_var):
     return mean, var, worst
 
 
-@on_one_blas_thread
 def predict_mean_cov_iterative(system, A, X_query):
     """Mean (m, T), covariance (m, m) and the largest relative CG residual,
     solving to :func:`prediction_tol`."""
