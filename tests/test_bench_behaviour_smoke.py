@@ -1,5 +1,6 @@
-"""Smoke tests of bench/bench_busy_machine.py and bench/bench_optimizers.py at
-tiny sizes, so that they cannot rot (their figures come from the full runs)."""
+"""Smoke tests of bench/bench_busy_machine.py, bench/bench_main_job.py and
+bench/bench_optimizers.py at tiny sizes, so that they cannot rot (their
+figures come from the full runs)."""
 
 import json
 import sys
@@ -9,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_busy_machine, bench_optimizers  # noqa: E402
+from bench import bench_busy_machine, bench_main_job, bench_optimizers  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
               pytest.mark.slow]  # the benchmarks' cases, in child processes
@@ -37,3 +38,17 @@ def test_bench_optimizers_compares_cg_with_lbfgsb(tmp_path):
     doc = json.loads(out.read_text())
     assert set(doc["summary"]) == {"fmin_l_bfgs_b", "CG"}
     assert abs(doc["lml_gap"]) < 0.1
+
+
+def test_bench_main_job_compares_quiet_and_busy_runs_bit_for_bit(tmp_path, capsys):
+    out = tmp_path / "main_job.json"
+    assert bench_main_job.main(["--runs", "2", "--busy", "2", "--n-samples", "300",
+                                "--competitor-size", "100", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [run["busy"] for run in doc["runs"]] == [False, True]
+    assert doc["same_bits"] is True
+    first, second = doc["runs"]
+    assert first["theta"] == second["theta"] and first["lml"] == second["lml"]
+    assert "every run the same bits: yes" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench_main_job.main(["--runs", "2", "--busy", "3", "--out", str(out)])
