@@ -50,9 +50,9 @@ __all__ = [
 #: LAPACK call, far below the sizes where OpenBLAS's dsyrk fails. Inside a
 #: fit (a tile width set: :mod:`fastgp._linalg.tiles`) they take it at every
 #: order, as fixed tiles whose bits do not depend on the thread count; below
-#: one block (512) that is LAPACK's one call on one thread. Measured against
-#: OpenBLAS's threaded routines in docs/benchmarks.md ("Thread-count
-#: independent bits").
+#: one block (256 inside a fit) that is LAPACK's one call on one thread.
+#: Measured against OpenBLAS's threaded routines in docs/benchmarks.md
+#: ("Thread-count independent bits").
 BLOCKED_MIN_N = 4096
 
 
@@ -117,13 +117,13 @@ def cholesky_in_place(B, clean=False):
     return B
 
 
-def _tiles_apply(L, B):
+def _tiles_apply(L, B, axis=0):
     """Whether a solve with factor ``L`` on ``B`` runs as tiles
-    (:func:`fastgp._linalg.blocked.solve_lower_columns`): both float64 with
-    unit row stride, so that no operand is copied."""
+    (:mod:`fastgp._linalg.blocked`): both float64 with unit row stride, B
+    writeable and its ``axis`` of L's order, so that no operand is copied."""
     return (L.ndim == 2 and L.dtype == np.float64 and L.flags.f_contiguous
             and B.ndim == 2 and B.dtype == np.float64 and B.flags.f_contiguous
-            and B.flags.writeable and B.shape[0] == L.shape[0])
+            and B.flags.writeable and B.shape[axis] == L.shape[0])
 
 
 def cho_solve_factor(L, Y):
@@ -188,8 +188,7 @@ def solve_right_lower_transposed(L, B):
     triangle of L (n, n): written over B where B is F-contiguous (as fixed
     tiles of B's rows: :mod:`fastgp._linalg.tiles`), a copy otherwise, as
     SciPy's wrapper makes; returns the result."""
-    if (B.ndim == 2 and B.dtype == np.float64 and B.flags.f_contiguous and B.flags.writeable
-            and L.dtype == np.float64 and L.flags.f_contiguous and B.shape[1] == L.shape[0]):
+    if _tiles_apply(L, B, axis=1):
         return blocked_lapack.solve_right_lower_transposed_rows(L, B)
     return blas.dtrsm(1.0, L, B, side=1, lower=1, trans_a=1, overwrite_b=1)
 
@@ -378,10 +377,10 @@ def symmetric_matvec(A, x, lower, diag=None):
     """S @ x (n,) float64 for the symmetric S whose off-diagonal entries are
     the strict lower (``lower=True``) or strict upper triangle of ``A``
     (n, n) float64 F-contiguous and whose diagonal is ``diag`` (None: A's
-    own): one dsymv (one pass over the triangle, no copy). The other triangle is not read. With ``diag`` given,
-    A's diagonal is swapped for it during the call and its bits restored
-    after it (they may belong to a float32 view such as
-    :func:`float32_lower_view`)."""
+    own): one dsymv (one pass over the triangle, no copy). The other
+    triangle is not read. With ``diag`` given, A's diagonal is swapped for
+    it during the call and its bits restored after it (they may belong to a
+    float32 view such as :func:`float32_lower_view`)."""
     _require_fortran(A, "dsymv")
     x = np.ascontiguousarray(x, dtype=np.float64)
     out = np.zeros(A.shape[0])
