@@ -30,7 +30,8 @@ __all__ = ["set_width", "width", "run_tiles", "TILE_ROWS", "TILE_COLUMNS"]
 #: of the diagonal blocks inside a fit. With two threads, factor + inverse
 #: over OpenBLAS's threaded dpotrf + dpotri at N = 1,000 / 3,000 / 5,000:
 #: tiles of 512 1.80 / 1.24 / 1.68, of 256 1.30 / 1.11 / 1.35 (one noisy
-#: run; docs/benchmarks.md, "Thread-count independent bits").
+#: probe; with 256, ``python -m bench.bench_blocked_threshold`` later read
+#: 1.65 / 1.23 / 1.17: docs/benchmarks.md, "Thread-count independent bits").
 TILE_ROWS = 256
 
 #: Columns of one tile of a triangular multiply or a solve with many
