@@ -225,6 +225,11 @@ def test_distributed_benchmark_runs_at_a_tiny_n(tmp_path, capsys):
     assert moved["workers_wrote"] + moved["caller_wrote"] >= 2 * doc["V_bytes"]
     # 2 row blocks at N = 200; a task that lands on a worker without the
     # fit's inputs answers None and is sent again with them, so a loaded
-    # machine may run more, but the inputs go once per fit, not per product
-    assert moved["tasks"] >= 2 and moved["inputs_sent"] == 0
+    # machine may run more tasks (and the measured product may be the first
+    # to reach a worker), but each worker keeps the inputs once per fit,
+    # whatever the number of products
+    assert moved["tasks"] >= 2
+    assert moved["inputs_sent"] == moved["resent"]
+    workers = moved["worker_counts"].values()
+    assert sum(count["inputs_received"] for count in workers) <= doc["workers"]
     assert "same bits as in process: yes" in capsys.readouterr().out
