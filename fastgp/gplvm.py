@@ -20,6 +20,7 @@ from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backend.covariance import make_covariance
+from ._fit.clock import FitDescription
 from ._fit.session import FitSession
 from ._optimize.rows import minimize_rows
 from ._solvers.base import FactorTexts, on_idle_cores
@@ -85,6 +86,11 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         its bounds by a smooth map of the box, the latent points unbounded).
     max_iter : int, default=1000
         Optimiser iterations. 0 keeps the initial latent points and kernel.
+    max_time : float or None, default=None
+        Seconds the optimisation may take (None: no limit). No evaluation
+        starts after it: the fit keeps the best point evaluated, with a
+        ConvergenceWarning; where it ends a fit, the result depends on the
+        machine's speed and load (docs/reliability.md, "Long fits").
     tol : float, default=1e-6
         SciPy's ``tol`` for the optimiser (L-BFGS-B: relative decrease of the
         objective and largest projected gradient; CG: largest gradient
@@ -162,6 +168,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "init": [StrOptions({"pca", "random"}), "array-like"],
         "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "tol": [Interval(Real, 0, None, closed="left")],
         "standardize": ["boolean"],
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -177,6 +184,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         init="pca",
         optimizer="fmin_l_bfgs_b",
         max_iter=1000,
+        max_time=None,
         tol=1e-6,
         standardize=False,
         alpha=1e-8,
@@ -188,6 +196,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.init = init
         self.optimizer = optimizer
         self.max_iter = max_iter
+        self.max_time = max_time
         self.tol = tol
         self.standardize = standardize
         self.alpha = alpha
@@ -251,9 +260,12 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 best = session.minimize(
                     objective, z, self._bounds(objective, kernel), self.optimizer,
                     verbose=self.verbose, objective_name="-log p(Y|X)", width=5,
-                    max_iter=self.max_iter, tol=self.tol,
+                    max_iter=self.max_iter, tol=self.tol, max_time=self.max_time,
                     limit_remedy=(f"raise max_iter (now {self.max_iter}) or loosen tol "
-                                  f"(now {self.tol:g})"))
+                                  f"(now {self.tol:g})"),
+                    description=FitDescription(
+                        f"N = {n_samples:,} points, {Q} latent dimensions, "
+                        f"{n_features} features"))
                 z, n_iter = best.theta, best.n_iterations
                 if kernel.n_dims > 0:
                     kernel.theta = objective.unpack(z)[1]
