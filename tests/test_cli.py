@@ -363,3 +363,10 @@ def test_cli_fit_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
     for option in ("--model", "--predictions"):
         if option in argv:
             assert (tmp_path / argv[argv.index(option) + 1]).stat().st_size > 0
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_cli_fit_solver_reaches_the_estimator(data_csv, capsys):
+    out = _fit([data_csv, "--target", "y", "--inputs", "a,b", "--solver", "vecchia",
+                "--quiet"], capsys)
+    assert re.search(r"^solver: vecchia$", out, re.M)
