@@ -30,6 +30,7 @@ from ._fit.session import FitSession
 from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, on_idle_cores
 from ._solvers.cholesky.final import final_factor
 from ._solvers.cholesky.laplace import (LaplaceObjective, latent_moments,
+                                        positive_class_decision,
                                         positive_class_probability)
 from ._solvers.cholesky.workspace import Workspace
 from ._user_warnings import warn_user
@@ -200,36 +201,47 @@ class _BinaryLaplaceClassifier(BaseEstimator):
     )
 
     # -------------------------------------------------------------- predict
-    def _latent(self, X, want_var):
+    def _latent(self, X, function):
+        """``function`` of :mod:`fastgp._solvers.cholesky.laplace_prediction`
+        at X; its mean and variance (all or some; None: not computed) checked
+        finite."""
         check_is_fitted(self)
         X = _training_input(X, self.kernel_)
         covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
-        mean, var = on_idle_cores(
-            len(self.y_train_), latent_moments, covariance, self.kernel_.theta, self.L_,
-            self.W_sr_, self.y_train_ - self.pi_, X, want_var)
+        result = on_idle_cores(
+            len(self.y_train_), function, covariance, self.kernel_.theta, self.L_,
+            self.W_sr_, self.y_train_ - self.pi_, X)
+        mean, var = result[-2:]
         # never NaN returned in silence: the kernel overflows at these inputs
         hint = "The kernel at these inputs overflows float64; rescale X."
         check_finite_result("the latent mean", mean, hint)
-        if want_var:
+        if var is not None:
             check_finite_result("the latent variance", var, hint)
-        return mean, var
+        return result
+
+    def _moments(self, X):
+        return self._latent(X, lambda *args: latent_moments(*args, want_var=True))
 
     def predict(self, X):
-        """Classes (from ``classes_``) of the sign of the latent mean: the
-        MAP decision (R&W 2006, sec. 3.4.2)."""
-        mean, _ = self._latent(X, want_var=False)
-        return np.where(mean > 0, self.classes_[1], self.classes_[0])
+        """Classes (from ``classes_``): ``np.argmax`` of predict_proba's row
+        (the first class at a tie), exactly. The latent mean's sign decides
+        it (the MAP decision, R&W 2006, sec. 3.4.2) except within 1e-6 x
+        sqrt(1 + k(x*, x*)) above 0, where the probability's 0.5 crossing
+        lies; there the variance and the probability are computed as
+        predict_proba computes them."""
+        positive, _, _ = self._latent(X, positive_class_decision)
+        return np.where(positive, self.classes_[1], self.classes_[0])
 
     def predict_proba(self, X):
         """(n_samples, 2) probabilities of ``classes_`` (Alg. 3.2 line 7)."""
-        mean, var = self._latent(X, want_var=True)
+        mean, var = self._moments(X)
         pi_star = positive_class_probability(mean, var)
         return np.vstack((1.0 - pi_star, pi_star)).T
 
     def latent_mean_and_variance(self, X):
         """Mean and variance (n_samples,) of the latent function at X
         (Alg. 3.2 lines 4-6)."""
-        return self._latent(X, want_var=True)
+        return self._moments(X)
 
     # ------------------------------------------------------------------ LML
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
@@ -484,9 +496,12 @@ class GaussianProcessClassifier(_SklearnGPC):
     def predict(self, X):
         """Predict the class of each query point.
 
-        The class whose binary model's latent mean is positive (the MAP
-        decision, Rasmussen & Williams 2006, sec. 3.4.2); with more than two
-        classes, scikit-learn's one-vs-rest or one-vs-one vote.
+        The class of largest predicted probability, exactly ``np.argmax`` of
+        predict_proba's row (the first class at a tie), for two classes and
+        for one-vs-rest; for two classes the latent mean's sign decides it
+        (the MAP decision, Rasmussen & Williams 2006, sec. 3.4.2) wherever
+        the probability is not within the mixture's rounding of 0.5
+        (docs/gpc.md, "Predictions"). One-vs-one: scikit-learn's vote.
 
         Parameters
         ----------
@@ -499,6 +514,12 @@ class GaussianProcessClassifier(_SklearnGPC):
             Predicted labels, from ``classes_``.
         """
         X = self._query(X)
+        if self.n_classes_ > 2 and self.multi_class == "one_vs_rest":
+            # scikit-learn's vote takes np.argmax of the binary models'
+            # probabilities; normalised they can tie where they did not, so
+            # the argmax is of the probabilities predict_proba returns
+            proba = self.base_estimator_.predict_proba(X)
+            return self.classes_[np.argmax(proba, axis=1)]
         return self.base_estimator_.predict(X)
 
     def predict_proba(self, X):
