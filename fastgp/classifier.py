@@ -9,7 +9,7 @@ mathematics is :mod:`fastgp._solvers.cholesky.laplace`'s; its fit runs in the fi
 
 import contextvars
 import math
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backend.covariance import make_covariance
 from ._backend.lowering import lower_kernel
+from ._fit.clock import FitDescription
 from ._fit.likelihood import check_evaluation_memory, likelihood_request
 from ._fit.session import FitSession
 from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, on_idle_cores
@@ -86,10 +87,11 @@ class _BinaryLaplaceClassifier(BaseEstimator):
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
-                 random_state=None):
+                 random_state=None, max_time=None):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_time = max_time
         self.max_iter_predict = max_iter_predict
         self.warm_start = warm_start
         self.copy_X_train = copy_X_train
@@ -150,9 +152,12 @@ class _BinaryLaplaceClassifier(BaseEstimator):
             # the hyperparameters that maximise the approximate likelihood
             n_iter = 0
             if self.optimizer is not None and kernel.n_dims > 0 and optimize_theta:
-                best = session.minimize(objective, kernel.theta, kernel.bounds,
-                                        self.optimizer,
-                                        n_restarts=self.n_restarts_optimizer, rng=rng)
+                best = session.minimize(
+                    objective, kernel.theta, kernel.bounds, self.optimizer,
+                    n_restarts=self.n_restarts_optimizer, rng=rng, max_time=self.max_time,
+                    description=FitDescription(
+                        f"the Laplace approximation, N = {n_samples:,} samples, "
+                        f"{kernel.n_dims} hyperparameters"))
                 if math.isfinite(best.value):
                     kernel.theta = best.theta
                     warn_at_bounds(kernel)
@@ -323,6 +328,15 @@ class GaussianProcessClassifier(_SklearnGPC):
     n_jobs : int, default=None
         Binary models fitted at once (joblib); None fits them one after
         another. Each keeps its own N x N factor.
+    max_time : float or None, default=None
+        Seconds each binary model's optimisation may take (None: no limit):
+        no evaluation starts after it, and the model keeps its best point
+        with a ConvergenceWarning; where it ends a fit, the result depends
+        on the machine's speed and load (docs/reliability.md, "Long fits").
+        The classifier has no ``max_iter`` (scikit-learn's estimators with
+        one report ``n_iter_ >= 1``, which a classifier with nothing to
+        optimise cannot); a callable ``optimizer`` sets any limit. fastgp's
+        addition.
 
     Attributes
     ----------
@@ -376,6 +390,7 @@ class GaussianProcessClassifier(_SklearnGPC):
         "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"}), callable, None],
         "n_restarts_optimizer": [Interval(Integral, 0, None, closed="left")],
         "max_iter_predict": [Interval(Integral, 1, None, closed="left")],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "warm_start": ["boolean"],
         "copy_X_train": ["boolean"],
         "random_state": ["random_state"],
@@ -385,13 +400,15 @@ class GaussianProcessClassifier(_SklearnGPC):
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
-                 random_state=None, multi_class="one_vs_rest", n_jobs=None):
+                 random_state=None, multi_class="one_vs_rest", n_jobs=None,
+                 max_time=None):
         # scikit-learn's constructor stores each argument under its own name
         super().__init__(
             kernel, optimizer=optimizer, n_restarts_optimizer=n_restarts_optimizer,
             max_iter_predict=max_iter_predict, warm_start=warm_start,
             copy_X_train=copy_X_train, random_state=random_state,
             multi_class=multi_class, n_jobs=n_jobs)
+        self.max_time = max_time
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -430,7 +447,8 @@ class GaussianProcessClassifier(_SklearnGPC):
                 kernel=self.kernel, optimizer=self.optimizer,
                 n_restarts_optimizer=self.n_restarts_optimizer,
                 max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
-                copy_X_train=self.copy_X_train, random_state=self.random_state)
+                copy_X_train=self.copy_X_train, random_state=self.random_state,
+                max_time=self.max_time)
             classes, counts = np.unique(y, return_counts=True)
             n_classes = classes.size
             if n_classes == 1:

@@ -17,7 +17,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.utils._param_validation import InvalidParameterError
 
 import fastgp._fit.clock as clock_module
-from fastgp import GPLVM, GaussianProcessRegressor
+from fastgp import GPLVM, GaussianProcessClassifier, GaussianProcessRegressor
 from fastgp._fit.clock import (EvaluationClock, FitDescription, format_seconds,
                                typical_evaluations)
 from fastgp.exceptions import LongFitWarning
@@ -281,3 +281,24 @@ def test_long_fits_gplvm_max_time(monkeypatch):
     with pytest.warns(ConvergenceWarning, match=r"time limit \(max_time=5 s\)"):
         model = GPLVM(n_components=1, max_time=5, random_state=0).fit(Y)
     assert model.n_iter_ <= 5
+
+
+def test_long_fits_classifier_max_time(monkeypatch):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (60, 2))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    kernel = C(1.0) * RBF([1.0, 1.0])
+    assert GaussianProcessClassifier(max_time=2).get_params()["max_time"] == 2
+    _fake_time(monkeypatch)
+    with pytest.warns(ConvergenceWarning, match=r"time limit \(max_time=5 s\)"):
+        model = GaussianProcessClassifier(kernel, max_time=5).fit(X, y)
+    assert model.score(X, y) > 0.5
+
+
+def test_long_fits_the_classifier_says_so(monkeypatch):
+    monkeypatch.setattr(clock_module, "LONG_FIT_SECONDS", -1.0)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.warns(LongFitWarning, match="the Laplace approximation, N = 40 samples"):
+        GaussianProcessClassifier(C(1.0) * RBF(1.0)).fit(X, y)

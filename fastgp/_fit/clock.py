@@ -14,10 +14,9 @@ hyperparameters took when measured.
 
 import math
 import time
-from dataclasses import dataclass
 
-from numba.core import event
-
+from .._engine.compile_time import compile_seconds
+from .._solvers.base import FitDescription
 from .._user_warnings import warn_user
 from ..exceptions import LongFitWarning
 
@@ -57,22 +56,6 @@ def format_seconds(seconds):
     if seconds < 7200:
         return f"{seconds / 60:.2g} min"
     return f"{seconds / 3600:.2g} h"
-
-
-@dataclass
-class FitDescription:
-    """What a long fit's notice says of the fit.
-
-    what : str, such as ``'solver "cholesky", N = 20,000 samples'``
-    faster : str or None, a faster way, such as ``'solver="vecchia" (...)'``
-    faster_seconds : float or None, that way's estimated seconds per
-        evaluation; it is named only where it is under a quarter of the
-        measured ones (None: named whenever ``faster`` is given)
-    """
-
-    what: str
-    faster: str = None
-    faster_seconds: float = None
 
 
 class EvaluationClock:
@@ -116,8 +99,7 @@ class EvaluationClock:
         """``function(*args)``, timed; after the fit's first evaluation, the
         notice of a long fit."""
         start = self.clock()
-        compiling = []
-        with event.install_timer("numba:compiler_lock", compiling.append):
+        with compile_seconds() as compiling:
             result = function(*args)
         self.compile_seconds += sum(compiling)
         self.last = max(0.0, self.clock() - start - sum(compiling))

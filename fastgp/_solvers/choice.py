@@ -7,9 +7,9 @@ The one place that knows every solver: the estimator names one
 refusal names the other solvers that would fit (:func:`fit_remedies`).
 """
 
-from .._fit.clock import FitDescription, format_seconds
 from .._user_warnings import warn_user
 from ..memory import fits_in_memory, format_bytes
+from .base import FitDescription
 from .cholesky import CholeskySolver
 from .iterative import IterativeSolver
 from .vecchia import VecchiaSolver
@@ -142,7 +142,7 @@ def fit_remedies(solver, params, problem):
 
 
 def fit_description(solver, params, problem):
-    """What the notice of a long fit (:mod:`fastgp._fit.clock`) says of a
+    """What the notice of a long fit (fastgp._fit.clock) says of a
     regression fit: the solver and the sizes, and Vecchia's approximation
     as the faster way (with its estimated time per evaluation, named only
     where it is under a quarter of the measured one) for the other solvers
@@ -159,5 +159,5 @@ def fit_description(solver, params, problem):
     seconds = vecchia_seconds(n, m, problem.n_theta)
     return FitDescription(
         what, f'solver="vecchia" (Vecchia\'s nearest-neighbour approximation with '
-              f"n_neighbors={m}, about {format_seconds(seconds)} per evaluation on 2 "
+              f"n_neighbors={m}, about {seconds:.2g} s per evaluation on 2 "
               "cores; docs/solvers.md)", seconds)
