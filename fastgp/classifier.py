@@ -114,7 +114,8 @@ class _BinaryLaplaceClassifier(BaseEstimator):
     def _fit(self, X, y, optimize_theta=True):
         with FitSession(self, "Fitting GaussianProcessClassifier") as session:
             kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
-            check_kernel_hyperparameters(kernel)
+            bounds = check_kernel_hyperparameters(
+                kernel, n_restarts=0 if self.optimizer is None else self.n_restarts_optimizer)
             rng = check_random_state(self.random_state)
             X_train = _training_input(X, kernel)
             if self.copy_X_train and X_train is X:
@@ -149,7 +150,7 @@ class _BinaryLaplaceClassifier(BaseEstimator):
             # the hyperparameters that maximise the approximate likelihood
             n_iter = 0
             if self.optimizer is not None and kernel.n_dims > 0 and optimize_theta:
-                best = session.minimize(objective, kernel.theta, kernel.bounds,
+                best = session.minimize(objective, kernel.theta, bounds,
                                         self.optimizer,
                                         n_restarts=self.n_restarts_optimizer, rng=rng)
                 if math.isfinite(best.value):

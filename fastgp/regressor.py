@@ -353,7 +353,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         # raises leaves a previously fitted estimator as it was
         with FitSession(self, "Fitting GaussianProcessRegressor") as session:
             kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
-            check_kernel_hyperparameters(kernel)
+            bounds = check_kernel_hyperparameters(
+                kernel, n_restarts=0 if self.optimizer is None else self.n_restarts_optimizer)
             rng = check_random_state(self.random_state)
             X, y = self._validate_X(X, y, reset=True)
             n_targets = self._check_n_targets(y)
@@ -385,7 +386,7 @@ class GaussianProcessRegressor(_SklearnGPR):
                               max_time=self.max_time, limit_remedy=self._limit_remedy(),
                               description=fit_description(solver, params, problem))
                 best = session.minimize(
-                    objective, kernel.theta, kernel.bounds, self.optimizer,
+                    objective, kernel.theta, bounds, self.optimizer,
                     n_restarts=self.n_restarts_optimizer, rng=rng, n_jobs=self.n_jobs,
                     **limits)
                 if math.isfinite(best.value):
@@ -398,7 +399,7 @@ class GaussianProcessRegressor(_SklearnGPR):
                     if (not math.isfinite(best.value) or session.out_of_time
                             or not solver.update(objective, kernel.theta)):
                         break
-                    best = session.minimize(objective, kernel.theta, kernel.bounds,
+                    best = session.minimize(objective, kernel.theta, bounds,
                                             self.optimizer, **limits)
                     if math.isfinite(best.value):
                         kernel.theta = best.theta
