@@ -324,8 +324,11 @@ class GaussianProcessClassifier(_SklearnGPC):
     log_marginal_likelihood_value_ : numpy.float64
         Of the fitted hyperparameters (the mean over binary models).
     classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
     n_classes_ : int
+        The number of classes.
     n_features_in_ : int
+        Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features,)
         Only when X has string feature names.
 

@@ -128,6 +128,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     n_evaluations_ : int
         Objective evaluations.
     mean_ : ndarray of shape (n_features,)
+        Per-feature mean of the data, subtracted before the fit.
     scale_ : ndarray of shape (n_features,)
         Per-feature divisor (ones unless ``standardize``).
     L_ : ndarray of shape (n_samples, n_samples), F-contiguous
@@ -139,6 +140,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Jitter added to K's diagonal, beyond ``alpha``, to factor it at the
         fitted point (0 unless K was not numerically positive definite).
     n_features_in_ : int
+        Number of features seen during fit.
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when the data have string feature names.
 
