@@ -117,7 +117,8 @@ class _BinaryLaplaceClassifier(BaseEstimator):
     def _fit(self, X, y, optimize_theta=True):
         with FitSession(self, "Fitting GaussianProcessClassifier") as session:
             kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
-            check_kernel_hyperparameters(kernel)
+            bounds = check_kernel_hyperparameters(
+                kernel, n_restarts=0 if self.optimizer is None else self.n_restarts_optimizer)
             rng = check_random_state(self.random_state)
             X_train = _training_input(X, kernel)
             if self.copy_X_train and X_train is X:
@@ -153,7 +154,7 @@ class _BinaryLaplaceClassifier(BaseEstimator):
             n_iter = 0
             if self.optimizer is not None and kernel.n_dims > 0 and optimize_theta:
                 best = session.minimize(
-                    objective, kernel.theta, kernel.bounds, self.optimizer,
+                    objective, kernel.theta, bounds, self.optimizer,
                     n_restarts=self.n_restarts_optimizer, rng=rng, max_time=self.max_time,
                     description=FitDescription(
                         f"the Laplace approximation, N = {n_samples:,} samples, "
@@ -349,8 +350,11 @@ class GaussianProcessClassifier(_SklearnGPC):
     log_marginal_likelihood_value_ : numpy.float64
         Of the fitted hyperparameters (the mean over binary models).
     classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
     n_classes_ : int
+        The number of classes.
     n_features_in_ : int
+        Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features,)
         Only when X has string feature names.
 

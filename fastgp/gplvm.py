@@ -28,7 +28,13 @@ from ._solvers.cholesky.final import final_factor
 from ._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from ._solvers.predictive import predict_mean_var
 from ._solvers.cholesky.workspace import Workspace
-from ._validation import Interval, StrOptions, fit_context, nonzero_scale
+from ._validation import (
+    Interval,
+    StrOptions,
+    check_kernel_hyperparameters,
+    fit_context,
+    nonzero_scale,
+)
 from .memory import gplvm_fit_bytes
 
 __all__ = ["GPLVM"]
@@ -122,6 +128,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     n_evaluations_ : int
         Objective evaluations.
     mean_ : ndarray of shape (n_features,)
+        Per-feature mean of the data, subtracted before the fit.
     scale_ : ndarray of shape (n_features,)
         Per-feature divisor (ones unless ``standardize``).
     L_ : ndarray of shape (n_samples, n_samples), F-contiguous
@@ -133,6 +140,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Jitter added to K's diagonal, beyond ``alpha``, to factor it at the
         fitted point (0 unless K was not numerically positive definite).
     n_features_in_ : int
+        Number of features seen during fit.
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when the data have string feature names.
 
@@ -247,6 +255,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             rng = check_random_state(self.random_state)
             X0 = self._initial_latent(Yc, rng)
             kernel = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
+            bounds = check_kernel_hyperparameters(kernel)
             objective = LatentNegLogMarginalLikelihood(kernel, Yc, Q, self.alpha,
                                                        Workspace(n_samples))
             session.budget(
@@ -258,7 +267,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             z, n_iter = objective.pack(X0, kernel.theta), 0
             if self.max_iter > 0:
                 best = session.minimize(
-                    objective, z, self._bounds(objective, kernel), self.optimizer,
+                    objective, z, self._bounds(objective, bounds), self.optimizer,
                     verbose=self.verbose, objective_name="-log p(Y|X)", width=5,
                     max_iter=self.max_iter, tol=self.tol, max_time=self.max_time,
                     limit_remedy=(f"raise max_iter (now {self.max_iter}) or loosen tol "
@@ -290,14 +299,14 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self
 
     @staticmethod
-    def _bounds(objective, kernel):
+    def _bounds(objective, kernel_bounds):
         """The optimiser's box over z = [X.ravel(), theta]: the latent points
-        unbounded, the hyperparameters within the kernel's bounds."""
+        unbounded, the hyperparameters within ``kernel_bounds`` (the kernel's
+        log-space bounds, shape (n_theta, 2))."""
         n_x = objective.X.size
         bounds = np.empty((n_x + objective.n_theta, 2))
         bounds[:n_x] = (-np.inf, np.inf)
-        if kernel.n_dims > 0:  # an all-fixed kernel's bounds are shape (0,)
-            bounds[n_x:] = kernel.bounds
+        bounds[n_x:] = kernel_bounds
         return bounds
 
     #: What the kept model's failures tell the user: they name the kernel (at

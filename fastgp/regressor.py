@@ -110,9 +110,8 @@ class GaussianProcessRegressor(_SklearnGPR):
     verbose : int, default=0
         If positive, print the objective, the gradient norm and the time per
         iteration at every optimiser iteration, and with restarts a header
-        per run and which run was kept (fastgp's addition; scikit-learn's
-        signature otherwise). The iterative solver also prints its CG
-        iterations and final residual per evaluation.
+        per run and which run was kept. The iterative solver also prints its
+        CG iterations and final residual per evaluation. fastgp's addition.
     solver : {"auto", "cholesky", "vecchia", "iterative"}, default="auto"
         "cholesky": the exact path in one N x N buffer. "vecchia": Vecchia's
         nearest-neighbour approximation (docs/design.md, "Vecchia's
@@ -174,9 +173,11 @@ class GaussianProcessRegressor(_SklearnGPR):
     Attributes
     ----------
     X_train_ : ndarray of shape (n_samples, n_features) float64
+        Training inputs (a copy if ``copy_X_train``).
     y_train_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Training targets, normalised if ``normalize_y``.
-    kernel_ : kernel instance with the optimised hyperparameters.
+    kernel_ : kernel instance
+        The kernel with the optimised hyperparameters.
     L_ : ndarray of shape (n_samples, n_samples), F-contiguous, or None
         Lower Cholesky factor of ``kernel_(X_train_) + alpha I``; the buffer
         the fit worked in. None with the Vecchia and iterative solvers.
@@ -190,7 +191,9 @@ class GaussianProcessRegressor(_SklearnGPR):
         was not numerically positive definite (0.0 normally); ``L_``,
         ``alpha_`` and ``log_marginal_likelihood_value_`` include it.
     log_marginal_likelihood_value_ : numpy.float64
+        The log marginal likelihood of ``kernel_.theta``.
     n_features_in_ : int
+        Number of features seen during fit.
     n_iter_ : int
         Optimiser iterations of the run whose optimum was kept (0 if none ran).
     n_evaluations_ : int
@@ -353,7 +356,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         # raises leaves a previously fitted estimator as it was
         with FitSession(self, "Fitting GaussianProcessRegressor") as session:
             kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
-            check_kernel_hyperparameters(kernel)
+            bounds = check_kernel_hyperparameters(
+                kernel, n_restarts=0 if self.optimizer is None else self.n_restarts_optimizer)
             rng = check_random_state(self.random_state)
             X, y = self._validate_X(X, y, reset=True)
             n_targets = self._check_n_targets(y)
@@ -385,7 +389,7 @@ class GaussianProcessRegressor(_SklearnGPR):
                               max_time=self.max_time, limit_remedy=self._limit_remedy(),
                               description=fit_description(solver, params, problem))
                 best = session.minimize(
-                    objective, kernel.theta, kernel.bounds, self.optimizer,
+                    objective, kernel.theta, bounds, self.optimizer,
                     n_restarts=self.n_restarts_optimizer, rng=rng, n_jobs=self.n_jobs,
                     **limits)
                 if math.isfinite(best.value):
@@ -398,7 +402,7 @@ class GaussianProcessRegressor(_SklearnGPR):
                     if (not math.isfinite(best.value) or session.out_of_time
                             or not solver.update(objective, kernel.theta)):
                         break
-                    best = session.minimize(objective, kernel.theta, kernel.bounds,
+                    best = session.minimize(objective, kernel.theta, bounds,
                                             self.optimizer, **limits)
                     if math.isfinite(best.value):
                         kernel.theta = best.theta

@@ -147,6 +147,9 @@ class BoxMap:
     - only ``hi`` finite: theta = hi - softplus(-u);
     - neither: theta = u.
 
+    Equal finite bounds pin the coordinate: theta = lo whatever u, with a
+    zero derivative.
+
     Each is monotone with a positive derivative, so a stationary point in u
     is one in theta, and the optimiser cannot leave the box; near a bound the
     derivative vanishes, so a run whose optimum lies on a bound stops close to
@@ -185,8 +188,10 @@ class BoxMap:
         """The inverse map, with a start on a bound moved :data:`INSIDE`."""
         u = np.array(theta, dtype=np.float64)
         b, lo, up = self.both, self.lower, self.upper
-        fraction = np.clip((u[b] - self.lo[b]) / self.width[b],
-                           self.INSIDE, 1 - self.INSIDE)
+        # a box of width 0 (equal bounds: the value is pinned) maps to u = 0
+        fraction = np.divide(u[b] - self.lo[b], self.width[b],
+                             out=np.full(int(b.sum()), 0.5), where=self.width[b] > 0)
+        fraction = np.clip(fraction, self.INSIDE, 1 - self.INSIDE)
         u[b] = scipy.special.logit(fraction)
         u[lo] = _inverse_softplus(np.maximum(u[lo] - self.lo[lo], self.INSIDE))
         u[up] = -_inverse_softplus(np.maximum(self.hi[up] - u[up], self.INSIDE))
