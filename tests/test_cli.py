@@ -70,8 +70,10 @@ def test_cli_main_prints_progress_per_iteration(capsys):
     n_iter = int(re.search(r"^iterations: (\d+),", out, re.M).group(1))
     assert len(progress) == n_iter > 0
     assert re.match(r"iter\s+1\s+-log p\(y\|X\)\s+\S+\s+\|grad\|\s+\S+", progress[0])
-    # the time per iteration on every line
-    assert all(re.search(r"\|grad\| \S+  \S+ s/iter$", line) for line in progress)
+    # the time per iteration, the last evaluation's, the time elapsed and
+    # the time to go on every line
+    assert all(re.search(r"\|grad\| \S+  \S+ s/iter  eval \S+ s  elapsed \S+ \S+  "
+                         r"(ETA ~|past a typical)", line) for line in progress)
     assert "fastgp: Mauna Loa CO2, 40 weekly means" in out
 
 
