@@ -207,6 +207,27 @@ def machine_blas_threads(single_threaded_blas):
 
 
 @pytest.fixture
+def counted_threads(monkeypatch):
+    """The Numba thread counts the fill ran on during a test (a set), with
+    fastgp's per-evaluation thread policy off (the user's count throughout)."""
+    import numba
+
+    from fastgp._backend.covariance import FastCovariance
+    from fastgp._engine.threads import ADAPTIVE_ENV
+
+    monkeypatch.setenv(ADAPTIVE_ENV, "0")
+    seen = set()
+    original = FastCovariance.fill_lower
+
+    def spy(self, *args):
+        seen.add(numba.get_num_threads())
+        return original(self, *args)
+
+    monkeypatch.setattr(FastCovariance, "fill_lower", spy)
+    return seen
+
+
+@pytest.fixture
 def rng():
     """A seeded generator, fresh per test."""
     return np.random.default_rng(20261129)

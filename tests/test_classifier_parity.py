@@ -27,9 +27,8 @@ from sklearn.gaussian_process.kernels import (RBF, GenericKernelMixin, Hyperpara
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessClassifier
-from fastgp._backend.covariance import FastCovariance
 from fastgp._engine.interpreter import TILE
-from fastgp._engine.threads import ADAPTIVE_ENV, SERIAL_BELOW
+from fastgp._engine.threads import SERIAL_BELOW
 from fastgp._solvers.cholesky.laplace_prediction import (
     DECISION_BAND,
     MIXTURE_COEFFICIENTS,
@@ -322,27 +321,18 @@ def test_multi_tile_size_spans_two_tiles_above_the_serial_threshold():
 
 
 @pytest.fixture
-def numba_threads(monkeypatch):
+def numba_threads(counted_threads):
     """Set Numba's thread count for the test, fastgp's per-evaluation thread
     policy off (it would lower the count to the idle cores); returns the set
     of counts the fill ran on. Skips a count above NUMBA_NUM_THREADS (never
     1)."""
-    monkeypatch.setenv(ADAPTIVE_ENV, "0")
-    seen = set()
-    original = FastCovariance.fill_lower
-
-    def spy(self, *args):
-        seen.add(numba.get_num_threads())
-        return original(self, *args)
-
-    monkeypatch.setattr(FastCovariance, "fill_lower", spy)
     before = numba.get_num_threads()
 
     def set_threads(count):
         if count > numba.config.NUMBA_NUM_THREADS:
             pytest.skip(f"NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS} < {count}")
         numba.set_num_threads(count)
-        return seen
+        return counted_threads
 
     yield set_threads
     numba.set_num_threads(before)

@@ -34,7 +34,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from conftest import ALPHA, assert_gradient_close
 from fastgp import GaussianProcessRegressor
 from fastgp._engine.interpreter import TILE
-from fastgp._engine.threads import ADAPTIVE_ENV, SERIAL_BELOW
+from fastgp._engine.threads import SERIAL_BELOW
 from fastgp._backend.covariance import FastCovariance, make_covariance
 from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
@@ -206,22 +206,6 @@ def _problem(rng, n):
     X = rng.uniform(-3.0, 3.0, size=(n, 2))
     y = np.sin(1.3 * X[:, 0]) * np.cos(0.7 * X[:, 1]) + 0.1 * rng.standard_normal(n)
     return X, y
-
-
-@pytest.fixture
-def counted_threads(monkeypatch):
-    """The Numba thread counts the fill ran on during a test, with fastgp's
-    per-evaluation thread policy off (the user's count throughout)."""
-    monkeypatch.setenv(ADAPTIVE_ENV, "0")
-    seen = set()
-    original = FastCovariance.fill_lower
-
-    def spy(self, *args):
-        seen.add(numba.get_num_threads())
-        return original(self, *args)
-
-    monkeypatch.setattr(FastCovariance, "fill_lower", spy)
-    return seen
 
 
 @pytest.mark.parametrize("count", THREAD_COUNTS)
