@@ -6,7 +6,8 @@ inside Numba or LAPACK and not NaN returned in silence.
 non-numeric input, 3-D input and a feature count at predict that differs from
 fit's. What it leaves to the estimator: the ``alpha`` array (finite, not
 negative), kernel hyperparameters that are not finite (``RBF(0)`` has
-theta = -inf), targets so large that their moments overflow, and results that
+theta = -inf) and bounds without a usable logarithm (a negative bound; 0 or
+inf where restarts need finite ones), each named, targets so large that their moments overflow, and results that
 come out non-finite anyway.
 
 It is also fastgp's one door to scikit-learn's private names. fastgp uses
@@ -44,6 +45,7 @@ __all__ = [
     "warn_at_bounds",
     "diagonal_addition",
     "check_kernel_hyperparameters",
+    "kernel_log_bounds",
     "target_moments",
     "nonzero_scale",
     "count_samples",
@@ -60,8 +62,10 @@ fit_context = _fit_context
 def warn_at_bounds(kernel):
     """scikit-learn's ConvergenceWarning for each fitted hyperparameter of
     ``kernel`` that lies at one of its bounds (what scikit-learn's regressor
-    says after its optimiser, ``Kernel._check_bounds_params``)."""
-    kernel._check_bounds_params()
+    says after its optimiser, ``Kernel._check_bounds_params``), without the
+    RuntimeWarning its ``np.log`` of a bound of 0 or inf gives."""
+    with np.errstate(divide="ignore"):
+        kernel._check_bounds_params()
 
 
 def nonzero_scale(scale):
@@ -119,26 +123,158 @@ def diagonal_addition(alpha, n_samples):
     return np.broadcast_to(values, (n_samples,)).copy()
 
 
-def check_kernel_hyperparameters(kernel):
-    """Raise ValueError if the kernel's free log-space hyperparameters or
-    their bounds are not usable: theta must be finite (a length scale of 0 or
-    a negative constant give -inf or NaN), and each lower bound must not
-    exceed its upper bound."""
-    theta = np.asarray(kernel.theta, dtype=np.float64)
+def check_kernel_hyperparameters(kernel, n_restarts=0):
+    """Check the kernel's free hyperparameters and their bounds; return the
+    bounds in log space.
+
+    Hyperparameters are optimised in log space (scikit-learn's ``theta`` and
+    ``bounds`` are the logarithms of the values and bounds the user wrote), so
+    a value must be positive and finite, and a bound must have a logarithm: a
+    lower bound in [0, inf) and an upper bound in (0, inf], the lower one not
+    above the upper one. A lower bound of 0 or an upper bound of inf is
+    scikit-learn's way to leave that side open (its log is -inf or inf; the
+    optimisers allow that), except with restarts, which draw their starts
+    uniformly between the log-space bounds, so they must be finite.
+
+    Every message names the hyperparameter (``k1__length_scale``, with
+    ``[i]`` for one element of a vector), its value or bounds as given, and
+    what is wrong; no numpy RuntimeWarning comes from taking the logs.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    n_restarts : int, default=0
+        The optimiser's restarts; above 0, every bound must be finite in log
+        space (positive and finite).
+
+    Returns
+    -------
+    ndarray of shape (n_theta, 2)
+        ``kernel.bounds`` (log space), computed without RuntimeWarnings.
+
+    Raises
+    ------
+    ValueError
+        A value that is not finite and positive, or a bound as above.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        theta = np.asarray(kernel.theta, dtype=np.float64)
+        # scikit-learn's repr takes the square root of a ConstantKernel's value
+        described = repr(kernel)
     if not np.all(np.isfinite(theta)):
-        bad = [h.name for h in kernel.hyperparameters if not h.fixed]
         raise ValueError(
-            f"The kernel {kernel} has hyperparameters that are not finite and "
-            f"positive (log-space theta = {theta}; free: {bad}). Length scales, "
-            "constants, noise levels and alphas must be positive and finite."
-        )
-    if kernel.n_dims:
-        bounds = np.asarray(kernel.bounds, dtype=np.float64)
-        if np.any(np.isnan(bounds)) or np.any(bounds[:, 0] > bounds[:, 1]):
+            f"The kernel {described} has hyperparameters that are not finite and "
+            f"positive: {_bad_values(kernel, theta)}. Length scales, constants, "
+            "noise levels, periodicities and alphas must be positive and finite "
+            "(they are optimised in log space).")
+    bounds = kernel_log_bounds(kernel)
+    for name, lower, upper, log_lower, log_upper in _bound_rows(kernel, bounds):
+        problem = _bound_problem(lower, upper, log_lower, log_upper, n_restarts)
+        if problem:
             raise ValueError(
-                f"The kernel {kernel} has hyperparameter bounds that are NaN or whose "
-                f"lower end exceeds the upper end (log space: {bounds.tolist()})."
-            )
+                f"The kernel {described} has unusable bounds for {name}: "
+                f"({_number(lower)}, {_number(upper)}). {problem}")
+    return bounds
+
+
+def kernel_log_bounds(kernel):
+    """``kernel.bounds`` as an (n_theta, 2) float64 array (empty for a kernel
+    with every hyperparameter fixed), without numpy's RuntimeWarnings for the
+    log of 0, of inf or of a negative bound (scikit-learn's ``bounds`` takes
+    ``np.log`` of the bounds as given)."""
+    if kernel.n_dims == 0:
+        return np.empty((0, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(kernel.bounds, dtype=np.float64).reshape(-1, 2)
+
+
+#: Why a bound needs a logarithm, said once in each message about a bound.
+_LOG_SPACE = "Hyperparameters are optimised in log space, between the logarithms of the bounds"
+
+
+def _bound_problem(lower, upper, log_lower, log_upper, n_restarts):
+    """What is wrong with one coordinate's bounds (natural scale as given,
+    and their logs), or "" if nothing is."""
+    if lower < 0:
+        return (f"The lower bound is negative, so it has no logarithm. {_LOG_SPACE}: "
+                "give a positive lower bound (such as 1e-5), or 0 to leave the lower "
+                "side open.")
+    if upper < 0:
+        return (f"The upper bound is negative, so it has no logarithm. {_LOG_SPACE}: "
+                "give a positive upper bound, or inf to leave the upper side open.")
+    if np.isnan([lower, upper, log_lower, log_upper]).any():
+        return f"A bound is NaN (their logarithms: ({log_lower}, {log_upper}))."
+    if upper == 0:
+        return (f"The upper bound is 0, whose logarithm is -inf, so no positive value "
+                f"lies below it. {_LOG_SPACE}: give a positive upper bound.")
+    if np.isposinf(log_lower):
+        return (f"The lower bound is infinite, so no finite value lies above it. "
+                f"{_LOG_SPACE}: give a finite lower bound.")
+    if log_lower > log_upper:
+        return "The lower bound exceeds the upper bound: swap them."
+    if n_restarts > 0 and not (np.isfinite(log_lower) and np.isfinite(log_upper)):
+        side, what, log = (("lower", "0", log_lower) if not np.isfinite(log_lower)
+                           else ("upper", "infinite", log_upper))
+        return (f"Multiple optimizer restarts (n_restarts_optimizer>0) requires that "
+                f"all bounds are finite: the {side} bound is {what}, whose logarithm "
+                f"is {log}. {_LOG_SPACE}, and each restart starts at a point drawn "
+                "uniformly between them: give positive finite bounds (such as 1e-5 "
+                "and 1e5, scikit-learn's default), or n_restarts_optimizer=0.")
+    return ""
+
+
+def _bound_rows(kernel, log_bounds):
+    """(name, lower, upper, log lower, log upper) per free coordinate of
+    theta, the natural-scale bounds as the user wrote them. Where the
+    kernel's ``hyperparameters`` do not describe its ``bounds`` (a user
+    kernel that overrides ``bounds``) the names are ``theta[i]`` and the
+    natural bounds are the exponentials of the log ones."""
+    rows = []
+    try:
+        for h in kernel.hyperparameters:
+            if h.fixed:
+                continue
+            natural = np.asarray(h.bounds, dtype=np.float64).reshape(-1, 2)
+            if natural.shape[0] == 1 and h.n_elements > 1:
+                natural = np.repeat(natural, h.n_elements, axis=0)
+            for i, (lower, upper) in enumerate(natural):
+                rows.append((h.name if h.n_elements == 1 else f"{h.name}[{i}]",
+                             lower, upper))
+    except (TypeError, ValueError, AttributeError):
+        rows = None
+    if rows is None or len(rows) != len(log_bounds):
+        with np.errstate(over="ignore", invalid="ignore"):
+            natural = np.exp(log_bounds)
+        rows = [(f"theta[{i}]", lower, upper) for i, (lower, upper) in enumerate(natural)]
+    return [row + (log_lower, log_upper)
+            for row, (log_lower, log_upper) in zip(rows, log_bounds)]
+
+
+def _bad_values(kernel, theta):
+    """The free hyperparameters whose log is not finite, named with the
+    values as given ("k2__length_scale = 0"), or theta itself where the
+    kernel's parameters do not say."""
+    try:
+        params = kernel.get_params(deep=True)
+        named = []
+        for h in kernel.hyperparameters:
+            if h.fixed:
+                continue
+            values = np.atleast_1d(np.asarray(params[h.name], dtype=np.float64))
+            for i, value in enumerate(values):
+                if not (np.isfinite(value) and value > 0):
+                    name = h.name if values.size == 1 else f"{h.name}[{i}]"
+                    named.append(f"{name} = {_number(value)}")
+        if named:
+            return ", ".join(named)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass
+    return f"log-space theta = {theta}"
+
+
+def _number(value):
+    """A bound or value as the user would write it: 0, 10, 1e-05, -inf."""
+    return f"{float(value):g}"
 
 
 def target_moments(y):

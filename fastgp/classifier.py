@@ -9,7 +9,7 @@ mathematics is :mod:`fastgp._solvers.cholesky.laplace`'s; its fit runs in the fi
 
 import contextvars
 import math
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -25,11 +25,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backend.covariance import make_covariance
 from ._backend.lowering import lower_kernel
+from ._fit.clock import FitDescription
 from ._fit.likelihood import check_evaluation_memory, likelihood_request
 from ._fit.session import FitSession
 from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, on_idle_cores
 from ._solvers.cholesky.final import final_factor
 from ._solvers.cholesky.laplace import (LaplaceObjective, latent_moments,
+                                        positive_class_decision,
                                         positive_class_probability)
 from ._solvers.cholesky.workspace import Workspace
 from ._user_warnings import warn_user
@@ -85,10 +87,11 @@ class _BinaryLaplaceClassifier(BaseEstimator):
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
-                 random_state=None):
+                 random_state=None, max_time=None):
         self.kernel = kernel
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_time = max_time
         self.max_iter_predict = max_iter_predict
         self.warm_start = warm_start
         self.copy_X_train = copy_X_train
@@ -114,7 +117,8 @@ class _BinaryLaplaceClassifier(BaseEstimator):
     def _fit(self, X, y, optimize_theta=True):
         with FitSession(self, "Fitting GaussianProcessClassifier") as session:
             kernel = _default_kernel() if self.kernel is None else clone(self.kernel)
-            check_kernel_hyperparameters(kernel)
+            bounds = check_kernel_hyperparameters(
+                kernel, n_restarts=0 if self.optimizer is None else self.n_restarts_optimizer)
             rng = check_random_state(self.random_state)
             X_train = _training_input(X, kernel)
             if self.copy_X_train and X_train is X:
@@ -149,9 +153,12 @@ class _BinaryLaplaceClassifier(BaseEstimator):
             # the hyperparameters that maximise the approximate likelihood
             n_iter = 0
             if self.optimizer is not None and kernel.n_dims > 0 and optimize_theta:
-                best = session.minimize(objective, kernel.theta, kernel.bounds,
-                                        self.optimizer,
-                                        n_restarts=self.n_restarts_optimizer, rng=rng)
+                best = session.minimize(
+                    objective, kernel.theta, bounds, self.optimizer,
+                    n_restarts=self.n_restarts_optimizer, rng=rng, max_time=self.max_time,
+                    description=FitDescription(
+                        f"the Laplace approximation, N = {n_samples:,} samples, "
+                        f"{kernel.n_dims} hyperparameters"))
                 if math.isfinite(best.value):
                     kernel.theta = best.theta
                     warn_at_bounds(kernel)
@@ -200,36 +207,47 @@ class _BinaryLaplaceClassifier(BaseEstimator):
     )
 
     # -------------------------------------------------------------- predict
-    def _latent(self, X, want_var):
+    def _latent(self, X, function):
+        """``function`` of :mod:`fastgp._solvers.cholesky.laplace_prediction`
+        at X; its mean and variance (all or some; None: not computed) checked
+        finite."""
         check_is_fitted(self)
         X = _training_input(X, self.kernel_)
         covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
-        mean, var = on_idle_cores(
-            len(self.y_train_), latent_moments, covariance, self.kernel_.theta, self.L_,
-            self.W_sr_, self.y_train_ - self.pi_, X, want_var)
+        result = on_idle_cores(
+            len(self.y_train_), function, covariance, self.kernel_.theta, self.L_,
+            self.W_sr_, self.y_train_ - self.pi_, X)
+        mean, var = result[-2:]
         # never NaN returned in silence: the kernel overflows at these inputs
         hint = "The kernel at these inputs overflows float64; rescale X."
         check_finite_result("the latent mean", mean, hint)
-        if want_var:
+        if var is not None:
             check_finite_result("the latent variance", var, hint)
-        return mean, var
+        return result
+
+    def _moments(self, X):
+        return self._latent(X, lambda *args: latent_moments(*args, want_var=True))
 
     def predict(self, X):
-        """Classes (from ``classes_``) of the sign of the latent mean: the
-        MAP decision (R&W 2006, sec. 3.4.2)."""
-        mean, _ = self._latent(X, want_var=False)
-        return np.where(mean > 0, self.classes_[1], self.classes_[0])
+        """Classes (from ``classes_``): ``np.argmax`` of predict_proba's row
+        (the first class at a tie), exactly. The latent mean's sign decides
+        it (the MAP decision, R&W 2006, sec. 3.4.2) except within 1e-6 x
+        sqrt(1 + k(x*, x*)) above 0, where the probability's 0.5 crossing
+        lies; there the variance and the probability are computed as
+        predict_proba computes them."""
+        positive, _, _ = self._latent(X, positive_class_decision)
+        return np.where(positive, self.classes_[1], self.classes_[0])
 
     def predict_proba(self, X):
         """(n_samples, 2) probabilities of ``classes_`` (Alg. 3.2 line 7)."""
-        mean, var = self._latent(X, want_var=True)
+        mean, var = self._moments(X)
         pi_star = positive_class_probability(mean, var)
         return np.vstack((1.0 - pi_star, pi_star)).T
 
     def latent_mean_and_variance(self, X):
         """Mean and variance (n_samples,) of the latent function at X
         (Alg. 3.2 lines 4-6)."""
-        return self._latent(X, want_var=True)
+        return self._moments(X)
 
     # ------------------------------------------------------------------ LML
     def log_marginal_likelihood(self, theta=None, eval_gradient=False, clone_kernel=True):
@@ -311,6 +329,15 @@ class GaussianProcessClassifier(_SklearnGPC):
     n_jobs : int, default=None
         Binary models fitted at once (joblib); None fits them one after
         another. Each keeps its own N x N factor.
+    max_time : float or None, default=None
+        Seconds each binary model's optimisation may take (None: no limit):
+        no evaluation starts after it, and the model keeps its best point
+        with a ConvergenceWarning; where it ends a fit, the result depends
+        on the machine's speed and load (docs/reliability.md, "Long fits").
+        The classifier has no ``max_iter`` (scikit-learn's estimators with
+        one report ``n_iter_ >= 1``, which a classifier with nothing to
+        optimise cannot); a callable ``optimizer`` sets any limit. fastgp's
+        addition.
 
     Attributes
     ----------
@@ -323,8 +350,11 @@ class GaussianProcessClassifier(_SklearnGPC):
     log_marginal_likelihood_value_ : numpy.float64
         Of the fitted hyperparameters (the mean over binary models).
     classes_ : ndarray of shape (n_classes,)
+        The class labels, sorted.
     n_classes_ : int
+        The number of classes.
     n_features_in_ : int
+        Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features,)
         Only when X has string feature names.
 
@@ -364,6 +394,7 @@ class GaussianProcessClassifier(_SklearnGPC):
         "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"}), callable, None],
         "n_restarts_optimizer": [Interval(Integral, 0, None, closed="left")],
         "max_iter_predict": [Interval(Integral, 1, None, closed="left")],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "warm_start": ["boolean"],
         "copy_X_train": ["boolean"],
         "random_state": ["random_state"],
@@ -373,13 +404,15 @@ class GaussianProcessClassifier(_SklearnGPC):
 
     def __init__(self, kernel=None, *, optimizer="fmin_l_bfgs_b", n_restarts_optimizer=0,
                  max_iter_predict=100, warm_start=False, copy_X_train=True,
-                 random_state=None, multi_class="one_vs_rest", n_jobs=None):
+                 random_state=None, multi_class="one_vs_rest", n_jobs=None,
+                 max_time=None):
         # scikit-learn's constructor stores each argument under its own name
         super().__init__(
             kernel, optimizer=optimizer, n_restarts_optimizer=n_restarts_optimizer,
             max_iter_predict=max_iter_predict, warm_start=warm_start,
             copy_X_train=copy_X_train, random_state=random_state,
             multi_class=multi_class, n_jobs=n_jobs)
+        self.max_time = max_time
 
     @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -418,7 +451,8 @@ class GaussianProcessClassifier(_SklearnGPC):
                 kernel=self.kernel, optimizer=self.optimizer,
                 n_restarts_optimizer=self.n_restarts_optimizer,
                 max_iter_predict=self.max_iter_predict, warm_start=self.warm_start,
-                copy_X_train=self.copy_X_train, random_state=self.random_state)
+                copy_X_train=self.copy_X_train, random_state=self.random_state,
+                max_time=self.max_time)
             classes, counts = np.unique(y, return_counts=True)
             n_classes = classes.size
             if n_classes == 1:
@@ -484,9 +518,12 @@ class GaussianProcessClassifier(_SklearnGPC):
     def predict(self, X):
         """Predict the class of each query point.
 
-        The class whose binary model's latent mean is positive (the MAP
-        decision, Rasmussen & Williams 2006, sec. 3.4.2); with more than two
-        classes, scikit-learn's one-vs-rest or one-vs-one vote.
+        The class of largest predicted probability, exactly ``np.argmax`` of
+        predict_proba's row (the first class at a tie), for two classes and
+        for one-vs-rest; for two classes the latent mean's sign decides it
+        (the MAP decision, Rasmussen & Williams 2006, sec. 3.4.2) wherever
+        the probability is not within the mixture's rounding of 0.5
+        (docs/gpc.md, "Predictions"). One-vs-one: scikit-learn's vote.
 
         Parameters
         ----------
@@ -499,6 +536,12 @@ class GaussianProcessClassifier(_SklearnGPC):
             Predicted labels, from ``classes_``.
         """
         X = self._query(X)
+        if self.n_classes_ > 2 and self.multi_class == "one_vs_rest":
+            # scikit-learn's vote takes np.argmax of the binary models'
+            # probabilities; normalised they can tie where they did not, so
+            # the argmax is of the probabilities predict_proba returns
+            proba = self.base_estimator_.predict_proba(X)
+            return self.classes_[np.argmax(proba, axis=1)]
         return self.base_estimator_.predict(X)
 
     def predict_proba(self, X):

@@ -1,5 +1,7 @@
 """``python -m fastgp`` / ``fastgp``: fit a GP to the Mauna Loa CO2 series
-shipped with the package and report the fit, its time and its peak memory."""
+shipped with the package and report the fit, its time and its peak memory;
+``fastgp fit CSV --target COLUMN`` fits one to a user's CSV file
+(:mod:`fastgp._cli`)."""
 
 import argparse
 import resource
@@ -10,13 +12,17 @@ import time
 from .datasets import load_mauna_loa_co2
 from .plotting import (
     MissingMatplotlibError,
+    data_end,
     plot_forecast,
     plot_format,
     require_matplotlib,
     save_figure,
 )
 
-__all__ = ["main", "mauna_loa_kernel"]
+__all__ = ["build_parser", "main", "mauna_loa_kernel"]
+
+#: The last year of the ``--plot`` figure's forecast.
+FORECAST_UNTIL = 2025.0
 
 
 def mauna_loa_kernel():
@@ -61,28 +67,206 @@ def _peak_rss_mb():
     return peak / (2**20 if sys.platform == "darwin" else 2**10)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(
-        prog="fastgp",
-        description="Fit an exact GP to the Mauna Loa CO2 series shipped with "
-                    "fastgp, printing progress per optimiser iteration.")
+#: ``--verbose`` and ``--quiet``: the estimator's ``verbose``.
+VERBOSE, QUIET = 1, 0
+
+def _fit_description():
+    """``fastgp fit``'s help: what it does and why its default model."""
+    from ._cli.fit import LENGTH_SCALE_RANGE, NOISE_BOUNDS, NOISE_START
+
+    scales = f"{LENGTH_SCALE_RANGE[0]:g} to {LENGTH_SCALE_RANGE[1]:g}"
+    noise = f"{NOISE_START:g}, bounds {NOISE_BOUNDS[0]:g} to {NOISE_BOUNDS[1]:g}"
+    return f"""\
+Fit fastgp.GaussianProcessRegressor to the numeric columns of a CSV file
+(comma-separated, with a header line naming the columns) and report the fitted
+kernel and its scores.
+
+The kernel is ConstantKernel * K + WhiteKernel, K the stationary kernel of
+--kernel with one length scale per input (ARD), fitted with normalize_y=True:
+- one length scale per input lets each input have its own smoothness, and an
+  input that does not matter its own long length scale (a warning that it
+  reached its upper bound says so);
+- each length scale starts at its input's standard deviation and stays within
+  {scales} times it, so neither the start nor the bounds depend on
+  the inputs' units;
+- normalize_y=True standardises the target, so the signal variance's start
+  (1) and the noise's ({noise}) suit any target's units;
+- the WhiteKernel learns the observation noise: without it a GP interpolates
+  the noise and its in-sample R^2 says nothing.
+"""
+
+
+FIT_EPILOG = """\
+example (a file shipped in the repository):
+  python -m fastgp fit tests/data/fit_example.csv --target y --test-fraction 0.25 \\
+      --model model.joblib --predictions predictions.csv
+then in Python: joblib.load("model.joblib").predict(X), X's columns in the
+order the output names."""
+
+
+def _add_verbosity(parser, default):
+    """--verbose / --quiet, one or the other, into ``verbose``."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--verbose", dest="verbose", action="store_const", const=VERBOSE,
+                       default=default,
+                       help="print the objective, the gradient norm and the time at "
+                            "every optimiser iteration (the default)")
+    group.add_argument("--quiet", dest="verbose", action="store_const", const=QUIET,
+                       default=default,
+                       help="no per-iteration progress: only the results")
+
+
+def _add_optimizer(parser, default):
     parser.add_argument("--optimizer", choices=["fmin_l_bfgs_b", "CG"],
-                        default="fmin_l_bfgs_b",
+                        default=default,
                         help="fmin_l_bfgs_b: SciPy's L-BFGS-B within the kernel's "
                              "bounds (default, as scikit-learn); CG: SciPy's nonlinear "
                              "conjugate gradients, kept within the bounds by a smooth "
                              "map of them")
+
+
+def _unit_fraction(text):
+    """argparse type of --test-fraction: a float strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), "
+                                         f"got {text}")
+    return value
+
+
+def _non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def _add_fit_command(subparsers):
+    from ._cli.fit import KERNEL_FAMILIES
+
+    fit = subparsers.add_parser(
+        # prog: argparse would build it from the top-level usage
+        "fit", prog="fastgp fit", help="fit a GP to your own CSV file (fastgp fit --help)",
+        description=_fit_description(), epilog=FIT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    fit.add_argument("csv", metavar="CSV", help="the data: a comma-separated file "
+                                                "with a header line")
+    fit.add_argument("--target", required=True, metavar="COLUMN",
+                     help="the column to predict")
+    fit.add_argument("--inputs", metavar="A,B,...", default=None,
+                     help="the input columns, separated by commas (default: every "
+                          "column but the target)")
+    fit.add_argument("--kernel", choices=KERNEL_FAMILIES, default="rbf",
+                     help="K in ConstantKernel * K + WhiteKernel: rbf (smooth, the "
+                          "default), matern12 / matern32 / matern52 (Matern, nu = 0.5, "
+                          "1.5, 2.5: rougher functions) or rational-quadratic (a "
+                          "mixture of length scales); each with one length scale per "
+                          "input")
+    fit.add_argument("--solver", choices=["auto", "cholesky", "vecchia", "iterative"],
+                     default="auto",
+                     help="GaussianProcessRegressor's solver: auto (the default) "
+                          "picks the exact cholesky one when its N x N buffer fits in "
+                          "memory, else vecchia (docs/solvers.md)")
+    # given after `fit` or before it: the top-level parser's values stand
+    # unless given here (SUPPRESS)
+    _add_optimizer(fit, argparse.SUPPRESS)
+    fit.add_argument("--n-restarts", type=_non_negative_int, default=0, metavar="N",
+                     help="extra optimiser runs from random starts within the bounds "
+                          "(default 0)")
+    fit.add_argument("--test-fraction", type=_unit_fraction, default=None, metavar="F",
+                     help="hold out this share of the rows, drawn at random, and "
+                          "report the held-out R^2 and RMSE (default: fit every row)")
+    fit.add_argument("--seed", type=int, default=0,
+                     help="seed of the held-out draw and of the restarts (default 0)")
+    fit.add_argument("--model", metavar="FILE", default=None,
+                     help="save the fitted GaussianProcessRegressor to FILE with joblib")
+    fit.add_argument("--predictions", metavar="FILE", default=None,
+                     help="write every row's inputs, target, predicted_mean and "
+                          "predicted_std (of a new observation, noise included) and, "
+                          "with --test-fraction, held_out (1 or 0) to FILE as CSV")
+    _add_verbosity(fit, argparse.SUPPRESS)
+    return fit
+
+
+def build_parser():
+    """The argument parsers of ``fastgp`` and of its ``fit`` command.
+
+    Without a command the top-level options run the Mauna Loa fit; ``--optimizer``
+    and ``--verbose`` / ``--quiet`` may be given before ``fit`` or after it.
+
+    Returns
+    -------
+    parser : argparse.ArgumentParser
+        The top-level parser; ``parse_args`` gives ``command`` None or "fit".
+    fit_parser : argparse.ArgumentParser
+        The ``fit`` command's, whose ``error`` reports a bad file or column.
+    """
+    parser = argparse.ArgumentParser(
+        prog="fastgp",
+        # argparse would write "COMMAND ..." as if a command were needed
+        usage="%(prog)s [-h] [--optimizer {fmin_l_bfgs_b,CG}] [--n-samples N]\n"
+              "              [--verbose | --quiet] [--plot FILE] [--version]\n"
+              "       %(prog)s fit CSV --target COLUMN [options] (fastgp fit --help)",
+        description="Without a command: fit an exact GP to the Mauna Loa CO2 series "
+                    "shipped with fastgp, printing progress per optimiser iteration. "
+                    "`fastgp fit CSV --target COLUMN`: fit one to your own data.")
+    _add_optimizer(parser, "fmin_l_bfgs_b")
     parser.add_argument("--n-samples", type=int, default=None, metavar="N",
                         help="use only the first N weeks, 1 <= N <= the series' "
                              "length (default: all)")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no per-iteration progress")
+    _add_verbosity(parser, VERBOSE)
     parser.add_argument("--plot", metavar="FILE", default=None,
                         help="also draw the data, the fitted mean and its 95%% band, "
-                             "forecast to 2025, to FILE (.png or .pdf; needs matplotlib)")
+                             "forecast from the end of the data to 2025 (marked on the "
+                             "figure), to FILE (.png or .pdf; needs matplotlib)")
     parser.add_argument("--version", action="version",
                         version=f"%(prog)s {_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                       title="commands")
+    fit_parser = _add_fit_command(subparsers)
+    return parser, fit_parser
+
+
+def main(argv=None):
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : list of str or None, default=None
+        The arguments; None reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        0 on success; usage errors exit with status 2 (argparse).
+    """
+    parser, fit_parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "fit":
+        if args.n_samples is not None or args.plot is not None:
+            parser.error("--n-samples and --plot are options of the Mauna Loa fit, "
+                         "not of `fastgp fit`")
+        return _fit(args, fit_parser)
+    return _mauna_loa(args, parser)
+
+
+def _fit(args, fit_parser):
+    from ._cli.fit import run_fit
+    from ._cli.table import TableError
+
+    try:
+        return run_fit(args, _peak_rss_mb)
+    except TableError as exc:
+        fit_parser.error(str(exc))
+
+
+def _mauna_loa(args, parser):
     if args.plot is not None:
         try:  # before the fit, so that a missing matplotlib costs no time
             plot_format(args.plot)
@@ -104,7 +288,7 @@ def main(argv=None):
           f"{kernel.n_dims} hyperparameters")
     print(f"start kernel: {kernel}")
     gpr = GaussianProcessRegressor(kernel, optimizer=args.optimizer,
-                                   verbose=0 if args.quiet else 1)
+                                   verbose=args.verbose)
     start = time.perf_counter()
     gpr.fit(X, y - y_mean)
     wall = time.perf_counter() - start
@@ -116,8 +300,10 @@ def main(argv=None):
     print(f"peak resident memory: {_peak_rss_mb():.0f} MB "
           f"(one {len(y)}x{len(y)} float64 buffer is {8 * len(y)**2 / 2**20:.0f} MB)")
     if args.plot is not None:
-        save_figure(plot_forecast(gpr, X, y, y_offset=y_mean), args.plot)
-        print(f"figure written to {args.plot}")
+        figure = plot_forecast(gpr, X, y, y_offset=y_mean, until=FORECAST_UNTIL)
+        save_figure(figure, args.plot)
+        print(f"figure written to {args.plot}: the data end at {data_end(X):.2f} "
+              f"(decimal year); the rest, to {FORECAST_UNTIL:g}, is forecast")
     return 0
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "MemoryWaitWarning",
     "MemoryLedgerWarning",
     "SlowKernelWarning",
+    "LongFitWarning",
     "JitterWarning",
     "NotPositiveDefiniteError",
     "NonFiniteMatrixError",
@@ -81,6 +82,17 @@ class MemoryLedgerWarning(UserWarning):
 
 class SlowKernelWarning(UserWarning):
     """The kernel is evaluated through its Python object, not fastgp's fast path."""
+
+
+class LongFitWarning(UserWarning):
+    """A fit will likely take longer than about half a minute.
+
+    Given once per fit, after its first evaluation: that evaluation's time,
+    the typical number of evaluations, the estimated total and, where there
+    is one, a faster solver; ``max_time`` caps a fit and ``verbose`` shows
+    its progress with an estimated time to go (docs/reliability.md, "Long
+    fits").
+    """
 
 
 class JitterWarning(UserWarning):

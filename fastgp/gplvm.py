@@ -20,6 +20,7 @@ from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backend.covariance import make_covariance
+from ._fit.clock import FitDescription
 from ._fit.session import FitSession
 from ._optimize.rows import minimize_rows
 from ._solvers.base import FactorTexts, on_idle_cores
@@ -27,7 +28,13 @@ from ._solvers.cholesky.final import final_factor
 from ._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from ._solvers.predictive import predict_mean_var
 from ._solvers.cholesky.workspace import Workspace
-from ._validation import Interval, StrOptions, fit_context, nonzero_scale
+from ._validation import (
+    Interval,
+    StrOptions,
+    check_kernel_hyperparameters,
+    fit_context,
+    nonzero_scale,
+)
 from .memory import gplvm_fit_bytes
 
 __all__ = ["GPLVM"]
@@ -85,6 +92,11 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         its bounds by a smooth map of the box, the latent points unbounded).
     max_iter : int, default=1000
         Optimiser iterations. 0 keeps the initial latent points and kernel.
+    max_time : float or None, default=None
+        Seconds the optimisation may take (None: no limit). No evaluation
+        starts after it: the fit keeps the best point evaluated, with a
+        ConvergenceWarning; where it ends a fit, the result depends on the
+        machine's speed and load (docs/reliability.md, "Long fits").
     tol : float, default=1e-6
         SciPy's ``tol`` for the optimiser (L-BFGS-B: relative decrease of the
         objective and largest projected gradient; CG: largest gradient
@@ -116,6 +128,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     n_evaluations_ : int
         Objective evaluations.
     mean_ : ndarray of shape (n_features,)
+        Per-feature mean of the data, subtracted before the fit.
     scale_ : ndarray of shape (n_features,)
         Per-feature divisor (ones unless ``standardize``).
     L_ : ndarray of shape (n_samples, n_samples), F-contiguous
@@ -127,6 +140,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Jitter added to K's diagonal, beyond ``alpha``, to factor it at the
         fitted point (0 unless K was not numerically positive definite).
     n_features_in_ : int
+        Number of features seen during fit.
     feature_names_in_ : ndarray of shape (``n_features_in_``,)
         Defined when the data have string feature names.
 
@@ -162,6 +176,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "init": [StrOptions({"pca", "random"}), "array-like"],
         "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"})],
         "max_iter": [Interval(Integral, 0, None, closed="left")],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "tol": [Interval(Real, 0, None, closed="left")],
         "standardize": ["boolean"],
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -177,6 +192,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         init="pca",
         optimizer="fmin_l_bfgs_b",
         max_iter=1000,
+        max_time=None,
         tol=1e-6,
         standardize=False,
         alpha=1e-8,
@@ -188,6 +204,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.init = init
         self.optimizer = optimizer
         self.max_iter = max_iter
+        self.max_time = max_time
         self.tol = tol
         self.standardize = standardize
         self.alpha = alpha
@@ -238,6 +255,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             rng = check_random_state(self.random_state)
             X0 = self._initial_latent(Yc, rng)
             kernel = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
+            bounds = check_kernel_hyperparameters(kernel)
             objective = LatentNegLogMarginalLikelihood(kernel, Yc, Q, self.alpha,
                                                        Workspace(n_samples))
             session.budget(
@@ -249,11 +267,14 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             z, n_iter = objective.pack(X0, kernel.theta), 0
             if self.max_iter > 0:
                 best = session.minimize(
-                    objective, z, self._bounds(objective, kernel), self.optimizer,
+                    objective, z, self._bounds(objective, bounds), self.optimizer,
                     verbose=self.verbose, objective_name="-log p(Y|X)", width=5,
-                    max_iter=self.max_iter, tol=self.tol,
+                    max_iter=self.max_iter, tol=self.tol, max_time=self.max_time,
                     limit_remedy=(f"raise max_iter (now {self.max_iter}) or loosen tol "
-                                  f"(now {self.tol:g})"))
+                                  f"(now {self.tol:g})"),
+                    description=FitDescription(
+                        f"N = {n_samples:,} points, {Q} latent dimensions, "
+                        f"{n_features} features"))
                 z, n_iter = best.theta, best.n_iterations
                 if kernel.n_dims > 0:
                     kernel.theta = objective.unpack(z)[1]
@@ -278,14 +299,14 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self
 
     @staticmethod
-    def _bounds(objective, kernel):
+    def _bounds(objective, kernel_bounds):
         """The optimiser's box over z = [X.ravel(), theta]: the latent points
-        unbounded, the hyperparameters within the kernel's bounds."""
+        unbounded, the hyperparameters within ``kernel_bounds`` (the kernel's
+        log-space bounds, shape (n_theta, 2))."""
         n_x = objective.X.size
         bounds = np.empty((n_x + objective.n_theta, 2))
         bounds[:n_x] = (-np.inf, np.inf)
-        if kernel.n_dims > 0:  # an all-fixed kernel's bounds are shape (0,)
-            bounds[n_x:] = kernel.bounds
+        bounds[n_x:] = kernel_bounds
         return bounds
 
     #: What the kept model's failures tell the user: they name the kernel (at

@@ -16,8 +16,13 @@ NumPy reference; fastgp's estimators evaluate them on the fast path instead
 They print with their module ("fastgp.kernels.RationalQuadratic(alpha=1,
 length_scale=[1, 2])"), so a fitted kernel shows which class is in use.
 
+:func:`fast_path` says whether a kernel (on given inputs) runs on the fast
+path, and if not, which part keeps it off and why.
+
 This module imports no Numba.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.gaussian_process.kernels import (
@@ -27,7 +32,7 @@ from sklearn.gaussian_process.kernels import (
     StationaryKernelMixin,
 )
 
-__all__ = ["RationalQuadratic", "ExpSineSquared"]
+__all__ = ["RationalQuadratic", "ExpSineSquared", "fast_path", "FastPath"]
 
 
 def _per_dimension(value, n_features, name):
@@ -306,3 +311,158 @@ def _stack_gradients(K, parts):
     if not parts:
         return np.empty((K.shape[0], K.shape[1], 0))
     return np.concatenate(parts, axis=2)
+
+
+@dataclass(frozen=True)
+class FastPath:
+    """Whether a kernel runs on fastgp's fast path: :func:`fast_path`'s answer.
+
+    ``bool(result)`` is ``result.on_fast_path``; ``str(result)`` says it in
+    one sentence.
+
+    Parameters
+    ----------
+    on_fast_path : bool
+        Whether fastgp evaluates the kernel by its lowered program (one N x N
+        buffer for the gradient) rather than by calling the kernel object
+        (scikit-learn's (N, N, n_hyperparameters) gradient tensor).
+    reason : str
+        Empty on the fast path; otherwise the first part of the kernel or of
+        the inputs that keeps it off, and why.
+    solvers : tuple of str
+        The ``solver`` values of :class:`~fastgp.GaussianProcessRegressor`
+        that accept it ("cholesky" always, off the fast path with a
+        :class:`~fastgp.exceptions.SlowKernelWarning`; "iterative" and
+        "vecchia" only on it); empty if the kernel does not fit the inputs at
+        all (a fit would raise: ``reason`` says what).
+    """
+
+    on_fast_path: bool
+    reason: str
+    solvers: tuple
+
+    def __bool__(self):
+        return self.on_fast_path
+
+    def __str__(self):
+        solvers = ", ".join(self.solvers) or "none"
+        if self.on_fast_path:
+            return f"on fastgp's fast path (solvers: {solvers})"
+        return f"not on fastgp's fast path: {self.reason} (solvers: {solvers})"
+
+
+def fast_path(kernel, X=None, *, n_features=None):
+    """Whether ``kernel`` runs on fastgp's fast path for inputs ``X``, and why not.
+
+    The answer is the estimators' own decision: the same lowering and the
+    same input conversion a fit makes (docs/adding_a_kernel.md lists what
+    the fast path covers). ``GPLVM`` takes only kernels on the fast path
+    (pass ``n_features=n_components``: its kernel works on the latent
+    points); ``GaussianProcessClassifier`` and the regressor's Cholesky path
+    take any kernel, off the fast path at scikit-learn's memory cost.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A scikit-learn kernel or an expression of them (``+``, ``*``, ``**``).
+    X : array-like of shape (n_samples, n_features) or list of object, default=None
+        The inputs a fit would get (only their type and shape are read).
+        None: judge the kernel alone.
+    n_features : int, default=None
+        The number of input columns when ``X`` is None; None takes the size
+        of the kernel's per-dimension hyperparameters (1 if it has none).
+
+    Returns
+    -------
+    FastPath
+        ``bool(result)``, ``result.reason`` (the first part off the fast
+        path) and ``result.solvers``.
+
+    Examples
+    --------
+    >>> from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
+    >>> from fastgp.kernels import fast_path
+    >>> bool(fast_path(RBF([1.0, 2.0]) + WhiteKernel()))
+    True
+    >>> result = fast_path(RBF() * Matern(nu=1.0))
+    >>> bool(result), result.solvers
+    (False, ('cholesky',))
+    >>> print(result.reason.split(":")[0])
+    Matern(length_scale=1, nu=1) is not on the fast path, which takes Matern (nu in 0.5, 1.5, 2.5, inf)
+    """
+    # imported here: the backend imports this module for the kernels above
+    from ._backend.lowering import lowering_obstacle
+
+    if X is not None:
+        obstacle, n_features = _input_obstacle(kernel, X)
+        if obstacle:
+            return FastPath(False, obstacle, _accepting_solvers(kernel, False))
+    elif n_features is None:
+        n_features = _hyperparameter_size(kernel)
+    try:
+        obstacle = lowering_obstacle(kernel, n_features)
+    except (ValueError, AttributeError) as error:
+        return FastPath(False, f"the kernel does not fit inputs with {n_features} "
+                               f"feature(s): {error}", ())
+    fast = obstacle is None
+    return FastPath(fast, obstacle or "", _accepting_solvers(kernel, fast))
+
+
+def _input_obstacle(kernel, X):
+    """(why the inputs keep the fit off the fast path or "", their number of
+    columns): the estimators convert numeric input to a float64 2-D array
+    where the kernel works on vectors, and keep anything else as it is."""
+    if not kernel.requires_vector_input:
+        return (f"{type(kernel).__name__} works on structured inputs "
+                "(requires_vector_input is False), which fastgp's estimators pass to "
+                "the kernel object as they are: only numeric 2-D arrays run on the "
+                "fast path"), None
+    try:
+        values = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        return (f"the inputs are {_describe_inputs(X)} (structured): only numeric 2-D "
+                "arrays run on the fast path"), None
+    if values.ndim != 2:
+        return (f"the inputs have shape {values.shape}: only numeric 2-D arrays "
+                "(n_samples, n_features) run on the fast path, and fastgp's estimators "
+                "refuse others (reshape(-1, 1) makes one column of a 1-D array)"), None
+    return "", values.shape[1]
+
+
+def _describe_inputs(X):
+    """'a list of str', 'an ndarray of dtype <U3', ..."""
+    if isinstance(X, np.ndarray):
+        return f"an ndarray of dtype {X.dtype}"
+    kinds = sorted({type(x).__name__ for x in X}) if isinstance(X, (list, tuple)) else []
+    article = "an" if type(X).__name__[0] in "aeiou" else "a"
+    return f"{article} {type(X).__name__}" + (f" of {', '.join(kinds)}" if kinds else "")
+
+
+def _hyperparameter_size(kernel):
+    """The largest size of the kernel's hyperparameters (fixed ones too):
+    its number of input columns where it has per-dimension ones, else 1."""
+    return max([h.n_elements for h in kernel.hyperparameters] + [1])
+
+
+def _accepting_solvers(kernel, fast):
+    """The regressor's solvers whose ``accept`` takes ``kernel`` (on the fast
+    path or not), as a fit with the default parameters asks them."""
+    import types
+    import warnings
+
+    from ._solvers.choice import SOLVERS, make_solver
+    from .exceptions import SlowKernelWarning
+    from .regressor import GaussianProcessRegressor
+
+    params = GaussianProcessRegressor().get_params()
+    backend = types.SimpleNamespace(is_fast=fast)
+    names = []
+    for name in SOLVERS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SlowKernelWarning)
+            try:
+                make_solver(name, params).accept(backend, kernel)
+            except ValueError:
+                continue
+        names.append(name)
+    return tuple(names)

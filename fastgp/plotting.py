@@ -16,8 +16,8 @@ import numpy as np
 
 from .exceptions import MissingMatplotlibError
 
-__all__ = ["FORMATS", "MissingMatplotlibError", "plot_format", "plot_forecast",
-           "require_matplotlib", "save_figure"]
+__all__ = ["FORMATS", "MissingMatplotlibError", "data_end", "plot_format",
+           "plot_forecast", "require_matplotlib", "save_figure"]
 
 #: File extensions the figure can be written to, and matplotlib's format names.
 FORMATS = {".png": "png", ".pdf": "pdf"}
@@ -86,13 +86,37 @@ def plot_format(path):
     return FORMATS[extension]
 
 
+def data_end(X):
+    """The last input of 1-D data: where a forecast from them begins.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, 1)
+        The inputs, in any order (for the CO2 series, time in decimal years).
+
+    Returns
+    -------
+    float
+        The largest input, which the figure marks as "data end".
+
+    Examples
+    --------
+    >>> from fastgp.plotting import data_end
+    >>> data_end([[1958.2], [2001.99], [1990.0]])
+    2001.99
+    """
+    return float(np.max(np.asarray(X, dtype=np.float64)))
+
+
 def plot_forecast(gpr, X, y, *, y_offset=0.0, until=2025.0, n_points=3000, ax=None,
                   xlabel="year", ylabel="CO$_2$ (ppm)",
                   title="Mauna Loa CO$_2$: fit and forecast"):
     """Draw 1-D data, the predictive mean and its 95 % band, to ``until``.
 
     The mean and band run from the first input to ``until``, past the end of
-    the data, where they are a forecast.
+    the data, where they are a forecast: a dashed vertical line marks the last
+    input, labelled "data end: <its value>" on its left and "forecast" on its
+    right (where the grid runs past it).
 
     Parameters
     ----------
@@ -154,14 +178,18 @@ def plot_forecast(gpr, X, y, *, y_offset=0.0, until=2025.0, n_points=3000, ax=No
         from matplotlib.figure import Figure
 
         ax = Figure(figsize=(9, 4.5), layout="constrained").subplots()
-    last = X[:, 0].max()
+    last = data_end(X)
     ax.plot(X[:, 0], y, ".", color="0.25", markersize=2, label="measured")
     ax.plot(grid[:, 0], mean, color="C0", linewidth=1, label="predictive mean")
     ax.fill_between(grid[:, 0], mean - Z_95 * std, mean + Z_95 * std, color="C0",
                     alpha=0.25, linewidth=0, label="95 % band")
     ax.axvline(last, color="0.5", linestyle="--", linewidth=0.8)
-    ax.annotate("forecast", xy=(last, 0.04), xycoords=("data", "axes fraction"),
-                xytext=(4, 0), textcoords="offset points", color="0.4")
+    ax.annotate(f"data end: {last:.2f}", xy=(last, 0.04),
+                xycoords=("data", "axes fraction"), xytext=(-4, 0),
+                textcoords="offset points", ha="right", color="0.4")
+    if grid[-1, 0] > last:
+        ax.annotate("forecast", xy=(last, 0.04), xycoords=("data", "axes fraction"),
+                    xytext=(4, 0), textcoords="offset points", ha="left", color="0.4")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

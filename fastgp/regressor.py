@@ -22,7 +22,7 @@ from ._fit.likelihood import check_evaluation_memory, likelihood_request
 from ._fit.session import FitSession
 from ._solvers.base import (NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem,
                             on_idle_cores)
-from ._solvers.choice import choose_solver, fit_remedies, make_solver
+from ._solvers.choice import choose_solver, fit_description, fit_remedies, make_solver
 from ._user_warnings import warn_user
 from ._validation import (
     Interval,
@@ -84,6 +84,21 @@ class GaussianProcessRegressor(_SklearnGPR):
         func_min)`` as in scikit-learn. None keeps the kernel's parameters.
     n_restarts_optimizer : int, default=0
         Extra optimiser runs from log-uniform random starts within the bounds.
+    max_iter : int or None, default=None
+        Most iterations of each run of the named optimisers (None: SciPy's
+        limit for L-BFGS-B, 15,000; 200 per hyperparameter for CG); a run
+        that reaches it keeps its best point with a ConvergenceWarning.
+        fastgp's addition.
+    max_time : float or None, default=None
+        Seconds the optimisation may take, all runs together (None: no
+        limit). No evaluation starts after it: the fit keeps the best point
+        evaluated, with a ConvergenceWarning, and skips the restarts not yet
+        begun; the first evaluation always runs. Where it ends a fit, the
+        result depends on the machine's speed and load (docs/reliability.md,
+        "Long fits"). Each evaluation's time is ``verbose``'s; a fit that
+        will likely take over half a minute says so after its first
+        evaluation (a :class:`~fastgp.exceptions.LongFitWarning`). fastgp's
+        addition.
     normalize_y : bool, default=False
         Centre and scale the targets before fitting (undone in predictions).
     copy_X_train : bool, default=True
@@ -95,9 +110,8 @@ class GaussianProcessRegressor(_SklearnGPR):
     verbose : int, default=0
         If positive, print the objective, the gradient norm and the time per
         iteration at every optimiser iteration, and with restarts a header
-        per run and which run was kept (fastgp's addition; scikit-learn's
-        signature otherwise). The iterative solver also prints its CG
-        iterations and final residual per evaluation.
+        per run and which run was kept. The iterative solver also prints its
+        CG iterations and final residual per evaluation. fastgp's addition.
     solver : {"auto", "cholesky", "vecchia", "iterative"}, default="auto"
         "cholesky": the exact path in one N x N buffer. "vecchia": Vecchia's
         nearest-neighbour approximation (docs/design.md, "Vecchia's
@@ -159,9 +173,11 @@ class GaussianProcessRegressor(_SklearnGPR):
     Attributes
     ----------
     X_train_ : ndarray of shape (n_samples, n_features) float64
+        Training inputs (a copy if ``copy_X_train``).
     y_train_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Training targets, normalised if ``normalize_y``.
-    kernel_ : kernel instance with the optimised hyperparameters.
+    kernel_ : kernel instance
+        The kernel with the optimised hyperparameters.
     L_ : ndarray of shape (n_samples, n_samples), F-contiguous, or None
         Lower Cholesky factor of ``kernel_(X_train_) + alpha I``; the buffer
         the fit worked in. None with the Vecchia and iterative solvers.
@@ -175,7 +191,9 @@ class GaussianProcessRegressor(_SklearnGPR):
         was not numerically positive definite (0.0 normally); ``L_``,
         ``alpha_`` and ``log_marginal_likelihood_value_`` include it.
     log_marginal_likelihood_value_ : numpy.float64
+        The log marginal likelihood of ``kernel_.theta``.
     n_features_in_ : int
+        Number of features seen during fit.
     n_iter_ : int
         Optimiser iterations of the run whose optimum was kept (0 if none ran).
     n_evaluations_ : int
@@ -222,6 +240,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         "alpha": [Interval(Real, 0, None, closed="left"), np.ndarray],
         "optimizer": [StrOptions({"fmin_l_bfgs_b", "CG"}), callable, None],
         "n_restarts_optimizer": [Interval(Integral, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "normalize_y": ["boolean"],
         "copy_X_train": ["boolean"],
         "n_targets": [Interval(Integral, 1, None, closed="left"), None],
@@ -245,6 +265,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         alpha=1e-10,
         optimizer="fmin_l_bfgs_b",
         n_restarts_optimizer=0,
+        max_iter=None,
+        max_time=None,
         normalize_y=False,
         copy_X_train=True,
         n_targets=None,
@@ -264,6 +286,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         self.alpha = alpha
         self.optimizer = optimizer
         self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_iter = max_iter
+        self.max_time = max_time
         self.normalize_y = normalize_y
         self.copy_X_train = copy_X_train
         self.n_targets = n_targets
@@ -332,7 +356,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         # raises leaves a previously fitted estimator as it was
         with FitSession(self, "Fitting GaussianProcessRegressor") as session:
             kernel = C() * RBF() if self.kernel is None else clone(self.kernel)
-            check_kernel_hyperparameters(kernel)
+            bounds = check_kernel_hyperparameters(
+                kernel, n_restarts=0 if self.optimizer is None else self.n_restarts_optimizer)
             rng = check_random_state(self.random_state)
             X, y = self._validate_X(X, y, reset=True)
             n_targets = self._check_n_targets(y)
@@ -360,10 +385,13 @@ class GaussianProcessRegressor(_SklearnGPR):
             # the hyperparameters that maximise the log marginal likelihood
             n_iter = 0
             if optimise:
+                limits = dict(verbose=self.verbose, max_iter=self.max_iter,
+                              max_time=self.max_time, limit_remedy=self._limit_remedy(),
+                              description=fit_description(solver, params, problem))
                 best = session.minimize(
-                    objective, kernel.theta, kernel.bounds, self.optimizer,
+                    objective, kernel.theta, bounds, self.optimizer,
                     n_restarts=self.n_restarts_optimizer, rng=rng, n_jobs=self.n_jobs,
-                    verbose=self.verbose)
+                    **limits)
                 if math.isfinite(best.value):
                     kernel.theta = best.theta
                     n_iter = best.n_iterations
@@ -371,11 +399,11 @@ class GaussianProcessRegressor(_SklearnGPR):
                 # (Vecchia's neighbours, found at the length scales) adapts
                 # it and the optimiser runs again from there, a few times
                 for _ in range(MAX_UPDATES):
-                    if not math.isfinite(best.value) or not solver.update(objective,
-                                                                          kernel.theta):
+                    if (not math.isfinite(best.value) or session.out_of_time
+                            or not solver.update(objective, kernel.theta)):
                         break
-                    best = session.minimize(objective, kernel.theta, kernel.bounds,
-                                            self.optimizer, verbose=self.verbose)
+                    best = session.minimize(objective, kernel.theta, bounds,
+                                            self.optimizer, **limits)
                     if math.isfinite(best.value):
                         kernel.theta = best.theta
                         n_iter = best.n_iterations
@@ -404,6 +432,11 @@ class GaussianProcessRegressor(_SklearnGPR):
                 "log_marginal_likelihood_value_": np.float64(-kept.value),
             })
         return self
+
+    def _limit_remedy(self):
+        """What a run that reached its iteration limit tells the user."""
+        now = "SciPy's default" if self.max_iter is None else self.max_iter
+        return f"raise max_iter (now {now}), or pass a callable optimizer"
 
     def _check_n_targets(self, y):
         n_targets = y.shape[1] if y.ndim > 1 else 1

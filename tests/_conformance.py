@@ -11,6 +11,8 @@ alpha, a per-sample alpha, a WhiteKernel, one target and two.
 """
 
 import math
+import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
 from fastgp._backend.covariance import make_covariance
-from fastgp._solvers.base import FactorTexts, Fitted
+from fastgp._solvers.base import FactorTexts, Fitted, Problem
 from fastgp._solvers.choice import make_solver
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -89,6 +91,11 @@ class SolverConformance:
     rtol_value = 1e-10
     rtol_grad = 1e-8
     rtol_predict = 1e-8
+    #: samples of the memory check (where the estimate's N-dependent part
+    #: dominates its fixed allowance), and the least share of the estimate
+    #: a fit there must reach (measured shares: docs/testing.md)
+    memory_n = 1500
+    memory_share = 0.5
 
     def solver(self):
         return make_solver(self.name, GaussianProcessRegressor(
@@ -175,6 +182,31 @@ class SolverConformance:
         assert -value == pytest.approx(expected_value, rel=self.rtol_value)
         np.testing.assert_allclose(-grad, expected_grad, rtol=self.rtol_grad,
                                    atol=self.rtol_grad * np.max(np.abs(expected_grad)))
+
+
+    @pytest.mark.slow  # a fit of some thousands of samples under tracemalloc
+    def test_conformance_memory_estimate_bounds_a_measured_fit(self):
+        # the solver's estimate (what the memory check reserves) against the
+        # peak that tracemalloc (to which NumPy reports its buffers) measures
+        # over a short fit at the solver's default parameters: above it, and
+        # not far above it, so an estimate halved or doubled fails
+        n, rng = self.memory_n, np.random.default_rng(0)
+        X = rng.uniform(0.0, 5.0, (n, 2))
+        y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+        kernel = C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the fit is cut short on purpose
+            GaussianProcessRegressor(kernel, solver=self.name).fit(X[:300], y[:300])
+            tracemalloc.start()
+            try:
+                gpr = GaussianProcessRegressor(kernel, solver=self.name, max_iter=3)
+                gpr.fit(X, y)
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+        estimate = make_solver(self.name, gpr.get_params(deep=False)).fit_bytes(
+            Problem(n, 2, 1, kernel.n_dims, True))
+        assert self.memory_share * estimate <= peak <= estimate, (peak, estimate)
 
 
 class BackendConformance:

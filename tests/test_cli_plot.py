@@ -49,3 +49,36 @@ def test_plot_without_matplotlib_says_how_to_install_it(tmp_path, capsys, monkey
 
 def test_plot_with_an_unknown_extension_fails_before_the_fit(tmp_path, capsys):
     assert ".png or .pdf" in _plot_fails_before_the_fit(tmp_path / "co2.svgz", capsys)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_plot_marks_where_the_data_end_and_says_so(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from fastgp.datasets import load_mauna_loa_co2
+
+    drawn = []
+    monkeypatch.setattr(cli, "save_figure", lambda figure, path: drawn.append(figure))
+    assert cli.main(["--n-samples", "60", "--quiet", "--plot", str(tmp_path / "co2.png")]) == 0
+    # the first 60 weeks end in 1959, not where the whole series does
+    end = load_mauna_loa_co2()[0][:60].max()
+    (ax,) = drawn[0].axes
+    texts = [text.get_text() for text in ax.texts]
+    assert f"data end: {end:.2f}" in texts and "forecast" in texts
+    assert [line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--"] == [end]
+    out = capsys.readouterr().out
+    assert f"the data end at {end:.2f} (decimal year); the rest, to 2025, is forecast" in out
+
+
+def test_plot_forecast_marks_no_forecast_when_it_draws_none():
+    pytest.importorskip("matplotlib")
+    import numpy as np
+
+    from fastgp import GaussianProcessRegressor
+    from fastgp.plotting import plot_forecast
+
+    X = np.linspace(2000.0, 2010.0, 30).reshape(-1, 1)
+    y = np.sin(X[:, 0])
+    gpr = GaussianProcessRegressor(optimizer=None).fit(X, y)
+    texts = [t.get_text() for t in plot_forecast(gpr, X, y, until=2005.0,
+                                                 n_points=50).axes[0].texts]
+    assert texts == ["data end: 2010.00"]

@@ -257,3 +257,25 @@ def test_iterative_memory_check(monkeypatch):
     X, y = _data(n=50)
     with pytest.raises(InsufficientMemoryError, match="Fitting GaussianProcessRegressor"):
         GaussianProcessRegressor(RBF(1.0), solver="iterative").fit(X, y)
+
+
+@pytest.mark.parametrize("alpha", ["scalar", "array"])
+def test_prediction_system_rebuilt_after_fit_keeps_alpha(alpha):
+    # alpha is the only noise here, so a prediction that leaves it out of
+    # its solve is far off (std 100 % wrong at alpha = 0.1); the system is
+    # rebuilt when an option changes after the fit, and must keep it
+    X, y = _data(120, noise=0.3)
+    alpha = 0.1 if alpha == "scalar" else np.random.default_rng(1).uniform(0.05, 0.2, 120)
+    kernel = C(1.0) * RBF(0.5)
+    exact = GaussianProcessRegressor(kernel, alpha=alpha, optimizer=None,
+                                     solver="cholesky").fit(X, y)
+    model = GaussianProcessRegressor(kernel, alpha=alpha, optimizer=None,
+                                     solver="iterative", preconditioner_rank=120,
+                                     cg_tol=1e-8).fit(X, y)
+    Xq = np.linspace(-0.5, 5.5, 17)[:, None]
+    mean0, std0 = exact.predict(Xq, return_std=True)
+    for cg_tol in (1e-8, 1e-10):  # the fit's system, then one built again
+        model.set_params(cg_tol=cg_tol)
+        mean, std = model.predict(Xq, return_std=True)
+        np.testing.assert_allclose(mean, mean0, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(std, std0, rtol=1e-5)

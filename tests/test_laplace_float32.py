@@ -91,7 +91,7 @@ def test_float32_factor_reports_the_failing_minor(monkeypatch):
 def test_float32_doors_refuse_a_copy_prone_or_wrong_argument():
     with pytest.raises(RuntimeError):
         float32_lower_view(np.zeros((4, 4)))  # C order
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="aligned float32"):
         cholesky_float32_in_place(np.zeros((4, 4)))  # float64
 
 

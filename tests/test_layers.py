@@ -4,7 +4,8 @@
 - numba only inside fastgp/_engine; the engine only from the backend
   (fastgp/_backend) and fastgp/precompile.py, except its thread governor
   (fastgp._engine.threads), which the fit core, the solvers and the workers
-  of parallel restarts use;
+  of parallel restarts use, and its compile timer
+  (fastgp._engine.compile_time), which the fit's clock uses;
 - LAPACK and BLAS only inside fastgp/_linalg; the thread governor sets how
   many threads run its tiles and BLAS (fastgp._linalg.tiles and
   fastgp._linalg.blas_threads, which import nothing of fastgp);
@@ -32,6 +33,7 @@ DOORS = {
     "numba": {"_engine/"},
     "fastgp._engine": {"_engine/", "_backend/", "precompile.py"},
     "fastgp._engine.threads": {"_engine/", "_fit/", "_solvers/", "_optimize/workers.py"},
+    "fastgp._engine.compile_time": {"_engine/", "_fit/clock.py"},
     "scipy.linalg.lapack": {"_linalg/"},
     "scipy.linalg.blas": {"_linalg/"},
     "scipy.linalg.cython_blas": {"_linalg/"},
@@ -55,8 +57,8 @@ BELOW = {
     "_optimize/": {"fastgp._optimize", "fastgp._engine.threads", "fastgp.memory",
                    "fastgp.exceptions", "fastgp._user_warnings"},
     "_fit/": {"fastgp._fit", "fastgp._optimize", "fastgp._solvers", "fastgp._backend",
-              "fastgp._engine.threads", "fastgp.memory", "fastgp.exceptions",
-              "fastgp._user_warnings", "fastgp._validation"},
+              "fastgp._engine.threads", "fastgp._engine.compile_time", "fastgp.memory",
+              "fastgp.exceptions", "fastgp._user_warnings", "fastgp._validation"},
 }
 
 

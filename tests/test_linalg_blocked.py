@@ -172,21 +172,23 @@ def test_blocked_routines_work_on_a_leading_block_of_a_bigger_workspace():
     assert np.all(workspace[n:, :] == -3.5) and np.all(workspace[:, n:] == -3.5)
 
 
-@pytest.mark.parametrize("make", [
-    lambda K: np.ascontiguousarray(K),                   # C order
-    lambda K: np.asfortranarray(K, dtype=np.float32),     # single precision
-    lambda K: np.asfortranarray(K)[:, :-1],              # not square
-    lambda K: np.asfortranarray(K)[::2, ::2],            # row stride 2
-    lambda K: np.asfortranarray(K)[1:, 1:].T,            # transposed view
-    lambda K: np.lib.stride_tricks.as_strided(           # overlapping columns
-        np.asfortranarray(K), strides=(8, 8 * (len(K) - 1))),
-    lambda K: np.lib.stride_tricks.as_strided(           # lda past 32-bit ints
-        np.asfortranarray(K), shape=(2, 2), strides=(8, 8 * 2**31)),
+@pytest.mark.parametrize("make, message", [
+    (lambda K: np.ascontiguousarray(K), "Fortran-ordered"),                 # C order
+    (lambda K: np.asfortranarray(K, dtype=np.float32), "aligned float64"),  # single
+    (lambda K: np.asfortranarray(K)[:, :-1], r"square matrix, got shape \(10, 9\)"),
+    (lambda K: np.asfortranarray(K)[::2, ::2], "Fortran-ordered"),          # row stride 2
+    (lambda K: np.asfortranarray(K)[1:, 1:].T, "Fortran-ordered"),          # transposed
+    (lambda K: np.lib.stride_tricks.as_strided(                             # overlapping
+        np.asfortranarray(K), strides=(8, 8 * (len(K) - 1))),               # columns
+     "column stride 72 bytes is not a leading dimension >= n = 10"),
+    (lambda K: np.lib.stride_tricks.as_strided(                             # lda past
+        np.asfortranarray(K), shape=(2, 2), strides=(8, 8 * 2**31)),        # 32-bit ints
+     "too large for 32-bit LAPACK indices"),
 ])
-def test_blocked_routines_refuse_what_lapack_cannot_address(make):
+def test_blocked_routines_refuse_what_lapack_cannot_address(make, message):
     A = make(_spd(10))
     for routine in (cholesky_lower, inverse_from_cholesky_lower):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=message):
             routine(A, 4)
 
 

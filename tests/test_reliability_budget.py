@@ -251,7 +251,7 @@ def test_budget_kept_factor_holds_its_reservation_until_freed_or_refitted(ledger
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 def test_budget_failed_fit_releases_its_reservation(ledger):
     X, y = _data(20)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="Input y contains infinity"):
         GaussianProcessRegressor(RBF(), optimizer=None).fit(X, y * np.inf)
     assert _files(ledger) == []
 

@@ -31,7 +31,7 @@ from .._engine import opcodes as op
 from .. import kernels as fastgp_kernels
 
 __all__ = ["KernelProgram", "lower_kernel", "FastPathKernel", "FAST_PATH_KERNELS",
-           "register_leaf", "fast_path_summary"]
+           "register_leaf", "fast_path_summary", "lowering_obstacle"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -290,7 +290,31 @@ register_leaf(fastgp_kernels.ExpSineSquared, _lower_ard_exp_sine_squared,
 
 
 class _NotLowerable(Exception):
-    pass
+    """Some part of the expression is not on the fast path; ``args[0]``
+    says which and why, in words for users (:func:`lowering_obstacle`)."""
+
+
+def _why_not(kernel, entry):
+    """Why the leaf ``kernel`` (its registry entry, or None) is not on the
+    fast path: the first sentence :func:`lowering_obstacle` returns."""
+    kind = type(kernel)
+    if entry is not None:
+        try:
+            described = repr(kernel)
+        except (TypeError, ValueError):  # scikit-learn's repr of a malformed kernel
+            described = f"{kind.__name__} with these hyperparameters"
+        return (f"{described} is not on the fast path, which takes {entry.name}: "
+                "its lowering does not support these hyperparameters")
+    registered = next((t for t in FAST_PATH_KERNELS if issubclass(kind, t)), None)
+    if registered is not None:
+        return (f"{kind.__name__} is a subclass of {registered.__name__}, and the fast "
+                "path matches kernel classes exactly (a subclass may change __call__): "
+                "register it to put it there (docs/adding_a_kernel.md)")
+    own = kind.__module__.startswith("sklearn.")
+    return (f"{kind.__name__} is not on the fast path, which covers "
+            f"{fast_path_summary()}" + ("" if own else
+                                        ": register it to put it there "
+                                        "(docs/adding_a_kernel.md)"))
 
 
 def _walk(kernel, builder):
@@ -309,9 +333,26 @@ def _walk(kernel, builder):
         entry = FAST_PATH_KERNELS.get(kind)
         lowered = None if entry is None else entry.lower(kernel, builder.n_features)
         if lowered is None:
-            raise _NotLowerable(repr(kernel))
+            raise _NotLowerable(_why_not(kernel, entry))
         code, slots = lowered
         builder.push_leaf(kernel, code, slots)
+
+
+def lowering_obstacle(kernel, n_features):
+    """Why ``kernel`` cannot be lowered for ``n_features`` input columns, or
+    None if it can: the first part of the expression (in ``theta`` order)
+    that is off the fast path, named, with the reason.
+
+    Raises
+    ------
+    ValueError or AttributeError
+        As :func:`lower_kernel` (hyperparameters that do not fit the inputs).
+    """
+    try:
+        _walk(kernel, _Builder(int(n_features)))
+    except _NotLowerable as obstacle:
+        return str(obstacle.args[0])
+    return None
 
 
 def lower_kernel(kernel, n_features):

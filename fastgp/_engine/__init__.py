@@ -18,6 +18,8 @@ disk-cache stamp, and nothing else (docs/design.md, "The package").
 - :mod:`.latent_passes`: the GPLVM's passes (fused theta and input
   derivatives, one interpretation per tile).
 - :mod:`.threads`: the Numba and BLAS thread settings of one fit.
+- :mod:`.compile_time`: the time Numba spends compiling inside a block (a
+  fit's clock leaves it out of an evaluation's time).
 
 Nothing outside this package imports numba. Importing it compiles nothing.
 """

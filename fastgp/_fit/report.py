@@ -16,20 +16,26 @@ class IterationReport:
 
     objective_name : str, such as ``"-log p(y|X)"``
     width : int, digits given to the iteration number
+    progress : callable returning str, or None
+        Its text ends each line (the fit's
+        :meth:`fastgp._fit.clock.EvaluationClock.progress`: the last
+        evaluation's time, the time elapsed and the time to go).
     """
 
-    def __init__(self, objective_name, width, clock=time.perf_counter):
+    def __init__(self, objective_name, width, clock=time.perf_counter, progress=None):
         self.objective_name = objective_name
         self.width = int(width)
         self.clock = clock
+        self.progress = progress
         self._last = None
 
     def __call__(self, iteration, value, grad_norm):
         now = self.clock()
         elapsed = "" if self._last is None else f"  {now - self._last:.3g} s/iter"
         self._last = now
+        suffix = "" if self.progress is None else self.progress()
         print(f"iter {iteration:{self.width}d}  {self.objective_name} {value: .6e}  "
-              f"|grad| {grad_norm:.3e}{elapsed}", flush=True)
+              f"|grad| {grad_norm:.3e}{elapsed}{suffix}", flush=True)
 
     def start(self):
         """Start the clock of the first line (a run begins)."""

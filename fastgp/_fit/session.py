@@ -23,7 +23,9 @@ What the session supplies:
    :func:`fastgp._engine.threads.threads_for`'s governor, on the cores that
    are idle when it starts;
 3. the optimiser run (:mod:`fastgp._optimize`), with the progress report of
-   a verbose fit (:class:`fastgp._fit.report.IterationReport`);
+   a verbose fit (:class:`fastgp._fit.report.IterationReport`), each
+   evaluation timed, the notice of a long fit after the first one and the
+   fit's time limit (:class:`fastgp._fit.clock.EvaluationClock`);
 4. the final model (the solver's ``final``) under the same governor;
 5. publication: :meth:`FitSession.publish` sets every fitted attribute at
    once, after all that can raise. If anything raises inside the block, every
@@ -40,9 +42,11 @@ import math
 import numpy as np
 
 from .._engine.threads import threads_for
+from .._optimize import minimize as _minimize
 from .._optimize.minimize import OptimizationResult, minimize_with_restarts
 from .._optimize.workers import minimize_in_workers, runs_in_workers
 from ..memory.ledger import check_could_fit, reserve
+from .clock import EvaluationClock
 from .report import IterationReport
 
 __all__ = ["FitSession", "DEFAULT_LIMIT_REMEDY"]
@@ -72,6 +76,7 @@ class FitSession:
         self._reservation = None
         self._interrupt = None
         self._in_workers = False
+        self._clock = None
 
     # --------------------------------------------------------- the context
     def __enter__(self):
@@ -125,7 +130,8 @@ class FitSession:
     # ---------------------------------------------------------- optimise
     def minimize(self, objective, start, bounds, optimizer, *, n_restarts=0, rng=None,
                  n_jobs=None, verbose=0, objective_name="-log p(y|X)", width=4,
-                 max_iter=None, tol=None, limit_remedy=DEFAULT_LIMIT_REMEDY):
+                 max_iter=None, tol=None, limit_remedy=DEFAULT_LIMIT_REMEDY,
+                 max_time=None, description=None):
         """The best of the optimiser's runs on ``objective`` from ``start``
         and ``n_restarts`` random starts (:mod:`fastgp._optimize.minimize`),
         an :class:`~fastgp._optimize.minimize.OptimizationResult`.
@@ -134,26 +140,47 @@ class FitSession:
         (and there are restarts), they are joblib tasks, each with its own
         copy of the objective (``objective.for_worker()``) and its own
         reservation; otherwise they run here, inside the fit's reservation,
-        every evaluation on the idle cores. A KeyboardInterrupt that ended the optimisation after a finite
-        point is kept for the end of the block (module docstring).
+        every evaluation on the idle cores. A KeyboardInterrupt that ended the
+        optimisation after a finite point is kept for the end of the block
+        (module docstring).
+
+        ``max_time`` (seconds) is the whole fit's limit, counted from its
+        first call here (later calls, such as a Vecchia fit's runs after
+        its neighbours moved, share it); ``description``
+        (:class:`fastgp._fit.clock.FitDescription`) is what the notice of a
+        long fit says, None for no notice. Runs in joblib's workers are
+        neither timed nor noticed; each may take the time left.
         """
         n_samples = objective.n_samples
-        report = IterationReport(objective_name, width) if verbose else None
+        if self._clock is None:
+            self._clock = EvaluationClock(len(start), n_restarts + 1, optimizer,
+                                          description, max_time, max_iter,
+                                          clock=_minimize.clock)
+        timer = self._clock
+        report = (IterationReport(objective_name, width, progress=timer.progress)
+                  if verbose else None)
         if self._in_workers and n_restarts > 0:
             best = minimize_in_workers(
                 objective, start, bounds, optimizer, n_restarts, rng, n_jobs,
-                budget=self._budget, limit_remedy=limit_remedy, report=report)
+                budget=self._budget, limit_remedy=limit_remedy, report=report,
+                deadline=timer.deadline, max_time=max_time)
         else:
             with self._reserved().covering(), threads_for(n_samples) as governor:
                 if report is not None:
                     report.start()
                 best = minimize_with_restarts(
-                    lambda point: governor.evaluate(objective, point), start, bounds,
-                    optimizer, n_restarts, rng, report, limit_remedy=limit_remedy,
-                    max_iter=max_iter, tol=tol)
+                    lambda point: timer.evaluate(governor.evaluate, objective, point),
+                    start, bounds, optimizer, n_restarts, rng, report,
+                    limit_remedy=limit_remedy, max_iter=max_iter, tol=tol,
+                    deadline=timer.deadline, max_time=max_time)
         if best.interrupt is not None:
             self._interrupt = best.interrupt
         return best
+
+    @property
+    def out_of_time(self):
+        """Whether the fit's ``max_time`` has passed."""
+        return self._clock is not None and self._clock.out_of_time
 
     @staticmethod
     def not_optimised(start):

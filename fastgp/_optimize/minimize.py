@@ -32,10 +32,17 @@ happened. An interrupt that comes after a finite point was seen is handed to
 the caller in the result (``interrupt``): the caller skips further restarts,
 keeps the point (a fitted, usable estimator) and then re-raises it, so that
 loops, notebooks and cross-validation stop as they do with scikit-learn.
+
+A time limit (``deadline``, set by an estimator's ``max_time``) ends a run the
+same way: the evaluation that would start after the deadline is not made
+(:class:`TimeLimitReached`), the run keeps its best point with a
+ConvergenceWarning, and the restarts not yet begun are skipped. The first
+evaluation of a fit always runs, so a time-limited fit has a point.
 """
 
 import dataclasses
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,17 +52,35 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._user_warnings import warn_user
 
-__all__ = ["BestPoint", "BoxMap", "OptimizationResult", "minimize_theta",
-           "minimize_with_restarts", "restart_starts", "best_run"]
+__all__ = ["BestPoint", "BoxMap", "OptimizationResult", "TimeLimitReached",
+           "minimize_theta", "minimize_with_restarts", "restart_starts", "best_run"]
+
+#: The clock of every deadline (seconds; ``time.monotonic``'s, the same clock
+#: in every process of one machine).
+clock = time.monotonic
+
+
+class TimeLimitReached(BaseException):
+    """Raised by :class:`BestPoint` instead of an evaluation that would start
+    after the run's deadline; caught by :func:`minimize_theta`. A
+    BaseException, as KeyboardInterrupt is, so that a user's optimizer
+    (scikit-learn's callable contract) that catches ``Exception`` does not
+    swallow it."""
 
 
 class BestPoint:
     """Wraps ``objective(theta) -> (value, grad)``; records the best finite
-    value seen, the number of calls, and whether any call was not finite."""
+    value seen, the number of calls, and whether any call was not finite.
 
-    def __init__(self, objective, callback=None):
+    deadline : float or None
+        On :data:`clock`: a call that would start after it raises
+        :class:`TimeLimitReached` instead, once a finite point was seen.
+    """
+
+    def __init__(self, objective, callback=None, deadline=None):
         self.objective = objective
         self.callback = callback
+        self.deadline = deadline
         self.theta = None
         self.value = math.inf
         self.grad = None
@@ -63,6 +88,9 @@ class BestPoint:
         self.n_non_finite = 0
 
     def __call__(self, theta):
+        if (self.deadline is not None and self.theta is not None
+                and clock() >= self.deadline):
+            raise TimeLimitReached
         theta = np.array(theta, dtype=np.float64)
         value, grad = self.objective(theta)
         self.n_calls += 1
@@ -78,7 +106,8 @@ class OptimizationResult:
     """Outcome of one optimiser run: the best finite point it evaluated.
 
     ``interrupt`` is the KeyboardInterrupt that ended the run (None if none
-    did); the caller keeps the point and then re-raises it.
+    did); the caller keeps the point and then re-raises it. ``timed_out``:
+    the run's deadline ended it.
     """
 
     theta: np.ndarray
@@ -88,6 +117,7 @@ class OptimizationResult:
     n_iterations: int
     message: str
     interrupt: BaseException = None
+    timed_out: bool = False
 
     @property
     def interrupted(self):
@@ -116,6 +146,9 @@ class BoxMap:
     - only ``lo`` finite: theta = lo + softplus(u), softplus(u) = log(1 + e^u);
     - only ``hi`` finite: theta = hi - softplus(-u);
     - neither: theta = u.
+
+    Equal finite bounds pin the coordinate: theta = lo whatever u, with a
+    zero derivative.
 
     Each is monotone with a positive derivative, so a stationary point in u
     is one in theta, and the optimiser cannot leave the box; near a bound the
@@ -155,8 +188,10 @@ class BoxMap:
         """The inverse map, with a start on a bound moved :data:`INSIDE`."""
         u = np.array(theta, dtype=np.float64)
         b, lo, up = self.both, self.lower, self.upper
-        fraction = np.clip((u[b] - self.lo[b]) / self.width[b],
-                           self.INSIDE, 1 - self.INSIDE)
+        # a box of width 0 (equal bounds: the value is pinned) maps to u = 0
+        fraction = np.divide(u[b] - self.lo[b], self.width[b],
+                             out=np.full(int(b.sum()), 0.5), where=self.width[b] > 0)
+        fraction = np.clip(fraction, self.INSIDE, 1 - self.INSIDE)
         u[b] = scipy.special.logit(fraction)
         u[lo] = _inverse_softplus(np.maximum(u[lo] - self.lo[lo], self.INSIDE))
         u[up] = -_inverse_softplus(np.maximum(self.hi[up] - u[up], self.INSIDE))
@@ -192,7 +227,7 @@ STEP_RETRIES = 4
 
 
 def minimize_theta(objective, theta0, bounds, optimizer, report=None, max_iter=None,
-                   tol=None, limit_remedy=None):
+                   tol=None, limit_remedy=None, deadline=None, max_time=None):
     """Minimise ``objective`` from ``theta0``.
 
     Parameters
@@ -215,6 +250,13 @@ def minimize_theta(objective, theta0, bounds, optimizer, report=None, max_iter=N
     limit_remedy : str or None
         What the caller's user can do when the iteration limit ends the run
         ("raise max_iter or loosen tol"), named in the warning.
+    deadline : float or None
+        On :data:`clock`: no evaluation starts after it, once the run has a
+        finite point (module docstring); the run then ends with
+        ``timed_out``.
+    max_time : float or None
+        The user's time limit in seconds, named in the warning of a run that
+        the deadline ended.
 
     Returns
     -------
@@ -238,11 +280,11 @@ def minimize_theta(objective, theta0, bounds, optimizer, report=None, max_iter=N
     first step 10x shorter, up to :data:`STEP_RETRIES` times, and warned
     about if it still does not move.
     """
-    tracker = BestPoint(objective)
+    tracker = BestPoint(objective, deadline=deadline)
     log = _IterationLog(tracker, report)
     theta0 = np.asarray(theta0, dtype=np.float64)
     bounds = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)
-    message, status, interrupt, stuck = "", 0, None, False
+    message, status, interrupt, stuck, timed_out = "", 0, None, False, False
     try:
         if optimizer == "fmin_l_bfgs_b":
             message, status, stuck = _run_lbfgsb(tracker, log, theta0, bounds,
@@ -258,13 +300,15 @@ def minimize_theta(objective, theta0, bounds, optimizer, report=None, max_iter=N
             raise
         interrupt = exc
         message = "interrupted (KeyboardInterrupt)"
+    except TimeLimitReached:
+        timed_out, message = True, "time limit (max_time) reached"
     _warn_trouble(optimizer, tracker, log.n, message, status, interrupt, stuck,
-                  limit_remedy)
+                  limit_remedy, max_time if timed_out else None)
     if tracker.theta is None:
         return OptimizationResult(theta0, math.inf, np.zeros_like(theta0),
-                                  tracker.n_calls, log.n, message, interrupt)
+                                  tracker.n_calls, log.n, message, interrupt, timed_out)
     return OptimizationResult(tracker.theta, tracker.value, tracker.grad,
-                              tracker.n_calls, log.n, message, interrupt)
+                              tracker.n_calls, log.n, message, interrupt, timed_out)
 
 
 def _run_lbfgsb(tracker, log, theta0, bounds, max_iter, tol):
@@ -364,7 +408,8 @@ def _run_cg(tracker, log, theta0, bounds, max_iter, tol):
 
 
 def minimize_with_restarts(objective, theta0, bounds, optimizer, n_restarts, rng,
-                           report=None, limit_remedy=None, max_iter=None, tol=None):
+                           report=None, limit_remedy=None, max_iter=None, tol=None,
+                           deadline=None, max_time=None):
     """The best of one :func:`minimize_theta` run from ``theta0`` and
     ``n_restarts`` more from log-uniform random starts within ``bounds``
     (scikit-learn's restarts: ``rng.uniform`` over the log-space bounds, the
@@ -377,8 +422,9 @@ def minimize_with_restarts(objective, theta0, bounds, optimizer, n_restarts, rng
 
     ``report``, if given, also has ``run_started(index, n_runs)`` and
     ``run_kept(index, n_runs, value)`` called when there are restarts.
-    ``max_iter``, ``tol`` and ``limit_remedy`` are every run's
-    (:func:`minimize_theta`).
+    ``max_iter``, ``tol``, ``limit_remedy``, ``deadline`` and ``max_time``
+    are every run's (:func:`minimize_theta`); a run that the deadline ended,
+    or a deadline past before a run begins, ends the restarts.
 
     Returns
     -------
@@ -396,12 +442,19 @@ def minimize_with_restarts(objective, theta0, bounds, optimizer, n_restarts, rng
     headers = report is not None and n_runs > 1
     runs, interrupt = [], None
     for index, start in enumerate(starts):
+        if index > 0 and (runs[-1].timed_out or _past(deadline)):
+            warn_user(
+                f"The fit's time limit (max_time={max_time:g} s) was reached before "
+                f"optimizer restart {index} of {n_restarts}: it keeps the best point of "
+                f"the {index} runs before.", ConvergenceWarning)
+            break
         if headers:
             report.run_started(index, n_runs)
         try:
             runs.append(minimize_theta(objective, start, bounds, optimizer, report,
                                        max_iter=max_iter, tol=tol,
-                                       limit_remedy=limit_remedy))
+                                       limit_remedy=limit_remedy, deadline=deadline,
+                                       max_time=max_time))
         except KeyboardInterrupt as exc:
             # nothing finite in this run, but earlier runs may have a point
             if not any(math.isfinite(run.value) for run in runs):
@@ -422,6 +475,10 @@ def minimize_with_restarts(objective, theta0, bounds, optimizer, n_restarts, rng
     if interrupt is not None:
         best = dataclasses.replace(best, interrupt=interrupt)
     return best
+
+
+def _past(deadline):
+    return deadline is not None and clock() >= deadline
 
 
 def restart_starts(theta0, bounds, n_restarts, rng):
@@ -472,7 +529,7 @@ _ITERATION_LIMIT = 1
 
 
 def _warn_trouble(optimizer, tracker, n_iterations, message, status, interrupt, stuck,
-                  limit_remedy):
+                  limit_remedy, max_time=None):
     """One ConvergenceWarning saying what went wrong, if anything did, with
     the advice that fits the cause."""
     name = {"fmin_l_bfgs_b": "L-BFGS-B", "CG": "CG"}.get(optimizer, "The optimizer") \
@@ -489,6 +546,12 @@ def _warn_trouble(optimizer, tracker, n_iterations, message, status, interrupt, 
                 f"iterations and {tracker.n_calls} evaluations: the fit keeps the best "
                 f"point evaluated so far (negative log marginal likelihood "
                 f"{tracker.value:.6g}), then the interrupt propagates.")
+    elif max_time is not None:
+        text = (f"{name} stopped at the fit's time limit (max_time={max_time:g} s) after "
+                f"{n_iterations} iterations and {tracker.n_calls} evaluations, before "
+                "converging: the fit keeps the best point it evaluated (negative log "
+                f"marginal likelihood {tracker.value:.6g}). To let it converge, raise "
+                "max_time or leave it None.")
     elif stuck:
         text = (f"{name} stopped at a point whose gradient is not small: every trial "
                 f"step from there, down to {10.0 ** -STEP_RETRIES:g} of the first, "

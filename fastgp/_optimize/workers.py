@@ -38,6 +38,7 @@ import joblib
 
 from .._engine.threads import threads_for, usable_cpus
 from ..memory.ledger import reserve
+from . import minimize as _minimize
 from .minimize import best_run, minimize_theta, restart_starts
 
 __all__ = ["runs_in_workers", "minimize_in_workers"]
@@ -50,10 +51,13 @@ def runs_in_workers(n_jobs, n_restarts):
     return n_restarts > 0 and joblib.effective_n_jobs(n_jobs) > 1
 
 
-def _run_from(objective, start, bounds, optimizer, limit_remedy, budget, n_at_once):
-    """One optimiser run in a joblib worker (module docstring). Returns the
+def _run_from(objective, start, bounds, optimizer, limit_remedy, budget, n_at_once,
+              seconds=None, max_time=None):
+    """One optimiser run in a joblib worker (module docstring), ended
+    ``seconds`` after it starts where not None. Returns the
     :class:`~fastgp._optimize.minimize.OptimizationResult` and the run's number of
     objective evaluations."""
+    deadline = None if seconds is None else _minimize.clock() + seconds
     run = [objective.for_worker()]  # shares the read-only inputs
     reservation = reserve(**budget)
     try:
@@ -61,7 +65,8 @@ def _run_from(objective, start, bounds, optimizer, limit_remedy, budget, n_at_on
                 objective.n_samples,
                 max_threads=max(1, usable_cpus() // n_at_once)) as governor:
             result = minimize_theta(lambda theta: governor.evaluate(run[0], theta),
-                                    start, bounds, optimizer, limit_remedy=limit_remedy)
+                                    start, bounds, optimizer, limit_remedy=limit_remedy,
+                                    deadline=deadline, max_time=max_time)
         n_evaluations = run[0].n_evaluations
     finally:
         run.clear()  # the run's workspace goes before the reservation
@@ -70,7 +75,8 @@ def _run_from(objective, start, bounds, optimizer, limit_remedy, budget, n_at_on
 
 
 def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n_jobs, *,
-                        budget, limit_remedy=None, report=None):
+                        budget, limit_remedy=None, report=None, deadline=None,
+                        max_time=None):
     """The best of one run from ``theta0`` and ``n_restarts`` from random
     starts, each run a joblib task: what
     :func:`fastgp._optimize.minimize.minimize_with_restarts` returns, computed in
@@ -101,6 +107,10 @@ def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n
         As :func:`fastgp._optimize.minimize.minimize_theta`.
     report : IterationReport or None
         Says which run was kept (runs' own progress lines are not printed).
+    deadline, max_time : float or None
+        The fit's deadline (on :data:`fastgp._optimize.minimize.clock`) and
+        the user's limit: each run may take the time left when the runs are
+        dispatched, counted on its worker's clock from its start.
 
     Returns
     -------
@@ -110,9 +120,10 @@ def minimize_in_workers(objective, theta0, bounds, optimizer, n_restarts, rng, n
     n_at_once = max(1, min(joblib.effective_n_jobs(n_jobs), len(starts)))
     budget = dict(budget, operation=f"{budget['operation']} (one optimizer run in a "
                                     "joblib worker)")
+    seconds = None if deadline is None else max(0.0, deadline - _minimize.clock())
     done = joblib.Parallel(n_jobs=n_jobs)(
         joblib.delayed(_run_from)(objective, start, bounds, optimizer, limit_remedy,
-                                  budget, n_at_once)
+                                  budget, n_at_once, seconds, max_time)
         for start in starts)
     runs = [run for run, _ in done]
     objective.n_evaluations += sum(count for _, count in done)

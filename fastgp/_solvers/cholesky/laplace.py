@@ -32,16 +32,15 @@ The buffer plan for one evaluation at theta:
    W^1/2 K beside the buffer.
 
 Classes: :class:`LaplaceObjective` (value and gradient for the optimiser,
-and the factor a fitted model keeps); functions :func:`latent_moments`
-(Alg. 3.2 lines 4-6, in chunks) and :func:`positive_class_probability`
-(line 7).
+and the factor a fitted model keeps). The predictions (Alg. 3.2) are
+:mod:`fastgp._solvers.cholesky.laplace_prediction`'s, re-exported here.
 """
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import erf, expit
+from scipy.special import expit
 
 from ...exceptions import NotPositiveDefiniteError
 from ..._linalg.lapack import (
@@ -52,14 +51,14 @@ from ..._linalg.lapack import (
     cholesky_in_place,
     cholesky_with_jitter,
     float32_lower_view,
-    solve_lower_in_place,
     symmetric_matvec,
 )
 from ..base import PointFailed, guarded_value, guarded_value_and_grad
-from ..chunks import query_chunks
+from .laplace_prediction import (latent_moments, positive_class_decision,
+                                 positive_class_probability)
 
 __all__ = ["LaplaceObjective", "LaplaceMode", "latent_moments",
-           "positive_class_probability", "NEWTON_TOL",
+           "positive_class_probability", "positive_class_decision", "NEWTON_TOL",
            "FLOAT32_MIN_N", "FLOAT32_SWITCH", "FLOAT32_RESERVE", "REFINE_STEPS",
            "REFINE_TOL"]
 
@@ -444,62 +443,3 @@ class LaplaceObjective:
         mode = self.newton(np.asarray(theta, dtype=np.float64), factor)
         A = (self.y - mode.pi)[:, None]
         return self.workspace.buffer(), A, -mode.value, mode.jitter
-
-
-# ---------------------------------------------------------------- Alg. 3.2
-def latent_moments(covariance, theta, L, W_sr, g, X_query, want_var):
-    """Latent mean (m,) and, if ``want_var``, variance (m,) at X_query
-    (Alg. 3.2 lines 4-6). The mean alone is one product pass of the backend
-    (``cross_matmat``, O(n + m) memory); with the variance, the query points
-    are taken in chunks so that the extra memory is O(n x chunk):
-
-        mean = k*^T (y - pi),  v = L \\ (W^1/2 k*),  var = k(x*, x*) - v^T v.
-
-    covariance : backend over the training X; L : (n, n) F-contiguous lower
-    factor of B; W_sr, g = y - pi : (n,).
-    """
-    if not want_var:  # one pass, no (n, chunk) block
-        return covariance.cross_matmat(theta, X_query, g), None
-    m = len(X_query)
-    mean = np.empty(m)
-    var = np.empty(m)
-    for chunk in query_chunks(m, L.shape[0]):
-        Kt = covariance.cross(theta, X_query[chunk])  # (n, c) F-order
-        mean[chunk] = Kt.T @ g
-        Kt *= W_sr[:, None]
-        V = solve_lower_in_place(L, Kt)
-        var[chunk] = covariance.diag(theta, X_query[chunk]) - np.einsum("ij,ij->j", V, V)
-    return mean, var
-
-
-#: Williams & Barber (1998), Appendix A: the logistic function as a mixture
-#: sigma(z) ~ sum_i c_i Phi(sqrt(2) lambda_i z) of probit functions, the
-#: coefficients fitted by least squares at z = 0, 0.6, 2, 3.5, 4.5 and
-#: infinity (as scikit-learn fits them, so that probabilities agree).
-_LAMBDAS = np.array([0.41, 0.4, 0.37, 0.44, 0.39])
-
-
-def _mixture_coefficients():
-    z = np.array([0.0, 0.6, 2.0, 3.5, 4.5, np.inf])
-    design = 0.5 * (1.0 + erf(np.outer(z, _LAMBDAS)))
-    return np.linalg.lstsq(design, expit(z), rcond=None)[0]
-
-
-_COEFFICIENTS = _mixture_coefficients()
-
-
-def positive_class_probability(mean, var):
-    """The predictive probability of the positive class (Alg. 3.2 line 7),
-    integral sigma(z) N(z | mean, var) dz, with sigma replaced by the probit
-    mixture above: each term integrates in closed form,
-
-        integral Phi(sqrt(2) lambda z) N(z | mu, v) dz
-            = Phi(sqrt(2) lambda mu / sqrt(1 + 2 lambda^2 v)).
-
-    mean, var : (m,) float64; returns (m,).
-    """
-    mean = np.asarray(mean, dtype=np.float64)[None, :]
-    var = np.asarray(var, dtype=np.float64)[None, :]
-    lam = _LAMBDAS[:, None]
-    terms = 0.5 * (1.0 + erf(lam * mean / np.sqrt(1.0 + 2.0 * lam**2 * var)))
-    return _COEFFICIENTS @ terms
