@@ -30,11 +30,11 @@ _NO_TEST = re.compile(r"<!--\s*no-test:(.*?)-->")
 #: this test's filter).
 _SILENCING = re.compile(r"simplefilter|filterwarnings|catch_warnings")
 
-#: Pages whose examples take more than ~10 s here (2 cores): full-digits
-#: GPLVM fits (README.md, gplvm.md: about a minute each), the 5,000-point
-#: README fit, the quick start's 2,000-point fit and its refit, the
-#: 1,000-point 10-D ARD timing script (benchmarks.md), and loky's worker
-#: processes (cluster.md).
+#: Pages whose examples take more than ~10 s on a busy 2-core machine: a
+#: 2,000-point regression and a 500-digit GPLVM (README.md, about 45 s; the
+#: quick start's, with its refit, about 35 s), the GPLVM page's (about 20 s),
+#: loky's worker processes (cluster.md, about 20 s) and the 1,000-point 10-D
+#: ARD timing script (benchmarks.md, 4 to 10 s).
 SLOW_PAGES = {"README.md", "gplvm.md", "quickstart.md", "benchmarks.md", "cluster.md"}
 
 
