@@ -33,6 +33,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax's own files in the site's _static/mathjax/, so that the maths
+    # renders with no network (a page opened from disk, offline)
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
@@ -55,6 +58,12 @@ toc_object_entries_show_parents = "hide"
 # Class pages list their methods themselves (see _templates/autosummary/class.rst).
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
+
+# -- Maths -------------------------------------------------------------------------
+# MathJax 3 (CommonHTML output) from sphinx-mathjax-offline's copy, which it
+# writes to _static/mathjax/ when the build finishes; relative to _static, so
+# no page loads a script from a CDN.
+mathjax_path = "mathjax/tex-chtml.js"
 
 # -- Markdown pages ------------------------------------------------------------
 myst_enable_extensions = ["dollarmath"]
@@ -91,6 +100,6 @@ html_theme_options = {
 }
 # Pages outside a section have no section navigation to show: no left sidebar.
 html_sidebars = {page: [] for page in (
-    "index", "install", "quickstart", "design", "gplvm", "gpc", "reliability", "benchmarks",
-    "comparison", "adding_a_kernel")}
+    "index", "install", "quickstart", "differences", "design", "gplvm", "gpc", "reliability",
+    "benchmarks", "comparison", "adding_a_kernel")}
 html_static_path = []

@@ -10,24 +10,22 @@ overlaps can separate. :class:`fastgp.GPLVM` starts at PCA's points and moves
 all of them, and the kernel's hyperparameters, with the exact gradient of the
 log marginal likelihood, at the memory of one N x N buffer (:doc:`/gplvm`).
 
-To keep this page's build short, it fits 400 of the 1,797 digits for 100
-iterations (which stop before the optimiser's tolerance is met; the fit keeps
-the best point, and says so with a ``ConvergenceWarning``, silenced here).
-The full run (all the digits, 150 iterations, with the nearest-neighbour
-errors reported in :doc:`/gplvm`) is::
+To keep this page's build short, it fits 400 of the 1,797 digits to a looser
+tolerance than the default (``tol=1e-5``, where the default is ``1e-6``):
+the optimiser converges in about a third of the iterations the default
+tolerance takes. The full run (all the digits, 150 iterations, with the
+nearest-neighbour errors reported in :doc:`/gplvm`) is::
 
     python -m bench.bench_gplvm_digits
 """
 
 # %%
 import time
-import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.decomposition import PCA
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import cross_val_score
 from sklearn.neighbors import KNeighborsClassifier
 
@@ -39,10 +37,8 @@ rows = rng.permutation(len(digits.target))[:400]
 Y, labels = digits.data[rows], digits.target[rows]
 
 start = time.perf_counter()
-gplvm = GPLVM(n_components=2, max_iter=100, random_state=0)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", ConvergenceWarning)  # 100 iterations, on purpose
-    Z = gplvm.fit_transform(Y)
+gplvm = GPLVM(n_components=2, tol=1e-5, random_state=0)
+Z = gplvm.fit_transform(Y)
 print(f"GPLVM fit: {time.perf_counter() - start:.1f} s, {gplvm.n_iter_} iterations")
 print(f"fitted kernel: {gplvm.kernel_}")
 Z_pca = PCA(n_components=2).fit_transform(Y)
