@@ -60,10 +60,14 @@ print(f"predicted all {len(X):,} cells in {time.perf_counter() - start:.1f} s")
 held = ~train
 z = (truth[held] - mean[held]) / std[held]
 crps = std[held] * (z * (2 * norm.cdf(z) - 1) + 2 * norm.pdf(z) - 1 / np.sqrt(np.pi))
+h = 1.96 * std[held]  # the 95 % interval's half width
+below, above = mean[held] - h - truth[held], truth[held] - mean[held] - h
+interval = 2 * h + 40 * np.maximum(below, 0) + 40 * np.maximum(above, 0)
 print(f"MAE {np.mean(np.abs(mean[held] - truth[held])):.3f}, "
       f"RMSE {np.sqrt(np.mean((mean[held] - truth[held]) ** 2)):.3f}, "
       f"CRPS {np.mean(crps):.3f}, "
-      f"95 % coverage {np.mean(np.abs(z) <= 1.96):.3f}")
+      f"95 % interval score {np.mean(interval):.3f}, "
+      f"coverage {np.mean(np.abs(z) <= 1.96):.3f}")
 
 # %%
 # The observed cells, the predicted mean, and the predictive standard
