@@ -142,10 +142,12 @@ def test_structured_one_vs_rest_ties_go_to_the_first_class():
     np.testing.assert_array_equal(predicted[:3], [0, 0, 0])
     ref = theirs.predict_proba(queries)
     np.testing.assert_allclose(proba, ref, rtol=0, atol=PROBA_ATOL)
-    theirs_predicted = theirs.predict(queries)
-    np.testing.assert_array_equal(theirs_predicted[:3], [0, 0, 0])
+    # scikit-learn's own choice at an exact tie depends on its version (its
+    # one-vs-rest took the last class in 1.6, the first in 1.9), so it is
+    # compared only where the top probability is clear
     decided = _clear_top(ref)
-    np.testing.assert_array_equal(predicted[decided], theirs_predicted[decided])
+    assert not decided[:3].any() and decided[3:].any()
+    np.testing.assert_array_equal(predicted[decided], theirs.predict(queries)[decided])
 
 
 # --------------------------------------------------------------- vector inputs
@@ -167,7 +169,10 @@ def test_vector_ties_where_the_kernel_does_not_reach_go_to_the_first_class(n_cla
     predicted = ours.predict(queries)
     np.testing.assert_array_equal(predicted, _argmax_classes(ours, queries))
     np.testing.assert_array_equal(predicted[:3], [0, 0, 0])
-    np.testing.assert_array_equal(predicted, theirs.predict(queries))
+    # scikit-learn's choice at an exact tie depends on its version: compared
+    # where the top probability is clear
+    decided = _clear_top(theirs.predict_proba(queries))
+    np.testing.assert_array_equal(predicted[decided], theirs.predict(queries)[decided])
     if n_classes == 2:
         assert np.all(ours.latent_mean_and_variance(far)[0] == 0.0)
         assert np.all(proba[:3, 1] < 0.5)
