@@ -12,7 +12,8 @@ DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 
 #: A command: an indented code line or an inline code span that starts with
 #: python, pytest or pip.
-_COMMAND = re.compile(r"^(?: {4}|\t)((?:python|pytest|pip)\b.*)$|`((?:python|pytest|pip)\b[^`]*)`",
+_COMMAND = re.compile(r"^(?: {4}|\t)((?:python|pytest|pip)\b.*)$"
+                      r"|(?<!`)`((?:python|pytest|pip)\b[^`]*)`",  # not a fence's ```python
                       re.MULTILINE)
 
 
