@@ -172,38 +172,64 @@ def cholesky_lower(A, block=None):
 
 def _blocked_cholesky(A, block, dtype):
     """:func:`cholesky_lower` with the routines of ``dtype`` (float64:
-    dsyrk, dpotrf, dgemm, dtrsm; float32: their s versions). Each block
-    column's updates are tiles (:mod:`.tiles`): the diagonal block's dsyrk
-    beside the panel's dgemm by row tiles, then the diagonal block's dpotrf,
-    then the panel's dtrsm by row tiles."""
+    dsyrk, dpotrf, dgemm, dtrsm; float32: their s versions).
+
+    Right-looking, with one step of look-ahead (Golub and Van Loan,
+    *Matrix Computations*, 4th ed., section 4.2.9; Kurzak, Buttari and
+    Dongarra 2008 for the look-ahead): block column j is factored
+    (dpotrf on its diagonal block, one dtrsm on the panel below), then the
+    trailing lower triangle takes the rank-``block`` update
+    A_22 -= L_21 L_21^T as tiles (:mod:`.tiles`), one per column panel of
+    ``block`` columns: a dsyrk on the panel's diagonal block and one dgemm
+    on every row below it. The first tile, the next block column, also
+    factors that block column once its update is in, so that the dpotrf
+    and dtrsm on the critical path run beside the other tiles and each
+    step has one barrier. Every tile is a function of n and ``block``
+    alone, and every entry takes its updates in the order of j."""
     syrk, potrf, gemm, trsm, one, minus_one = (
         globals()[name] for name in _CHOLESKY_ROUTINES[np.dtype(dtype)])
     n, block = A.shape[0], _check_block(block)
     m = _Blocks(A, dtype)
     one, minus_one = ctypes.byref(one), ctypes.byref(minus_one)
-    info = ctypes.c_int(0)
-    for j in range(0, n, block):
+    failed = []  # the whole matrix's info of a failed dpotrf, from any tile
+
+    def factor_block_column(j):
         jb = min(block, n - j)
-        below = n - j - jb
-        updates = []
-        if j > 0:  # A_jj -= L_j,0:j L_j,0:j^T; A_below,j -= L_below,0:j L_j,0:j^T
-            updates.append(lambda j=j, jb=jb: syrk(
-                _ch("L"), _ch("N"), _int(jb), _int(j), minus_one,
-                m.at(j, 0), m.ld, one, m.at(j, j), m.ld))
-            updates += [lambda r=r, rows=rows, j=j, jb=jb: gemm(
-                _ch("N"), _ch("T"), _int(rows), _int(jb), _int(j), minus_one,
-                m.at(r, 0), m.ld, m.at(j, 0), m.ld, one, m.at(r, j), m.ld)
-                for r, rows in _row_tiles(j + jb, n)]
-        run_tiles(updates)
+        info = ctypes.c_int(0)
         potrf(_ch("L"), _int(jb), m.at(j, j), m.ld, ctypes.byref(info))
         if info.value != 0:
-            return _global_info("dpotrf" if dtype == np.float64 else "spotrf", info.value, j)
-        if below > 0:  # L_below,j = A_below,j L_jj^-T
-            run_tiles([lambda r=r, rows=rows, j=j, jb=jb: trsm(
-                _ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(rows), _int(jb),
-                one, m.at(j, j), m.ld, m.at(r, j), m.ld)
-                for r, rows in _row_tiles(j + jb, n)])
-    return 0
+            failed.append(_global_info("dpotrf" if dtype == np.float64 else "spotrf",
+                                       info.value, j))
+        elif n - j - jb > 0:  # L_21 = A_21 L_11^-T
+            trsm(_ch("R"), _ch("L"), _ch("T"), _ch("N"), _int(n - j - jb), _int(jb),
+                 one, m.at(j, j), m.ld, m.at(j + jb, j), m.ld)
+
+    def update_panel(j, c, width):
+        """A[c:, c:c+width] -= L[c:, j:j+jb] L[c:c+width, j:j+jb]^T."""
+        jb = min(block, n - j)
+        syrk(_ch("L"), _ch("N"), _int(width), _int(jb), minus_one,
+             m.at(c, j), m.ld, one, m.at(c, c), m.ld)
+        rows = n - c - width
+        if rows > 0:
+            gemm(_ch("N"), _ch("T"), _int(rows), _int(width), _int(jb), minus_one,
+                 m.at(c + width, j), m.ld, m.at(c, j), m.ld, one, m.at(c + width, c), m.ld)
+
+    if n == 0:
+        return 0
+    factor_block_column(0)
+    for j in range(0, n - block, block):
+        if failed:
+            break
+        following = j + block
+        width = min(block, n - following)
+
+        def look_ahead(j=j, following=following, width=width):
+            update_panel(j, following, width)
+            factor_block_column(following)
+
+        run_tiles([look_ahead] + [lambda c=c, cols=cols, j=j: update_panel(j, c, cols)
+                                  for c, cols in _column_tiles(following + width, n, block)])
+    return failed[0] if failed else 0
 
 
 def _row_tiles(start, stop):
@@ -220,31 +246,54 @@ def _column_tiles(start, stop, size=None):
 
 def _invert_triangle_lower(A, m, block):
     """Overwrite the lower triangle of ``A`` (a lower triangular L with a
-    non-zero diagonal) with L^-1: reference LAPACK's blocked dtrtri, lower,
-    from the last block column to the first. The trailing part is already
-    inverted when block column j is reached, so the panel below the diagonal
-    becomes -(L^-1)_trailing L_below,j L_jj^-1 by dtrmm (tiles of the
-    panel's columns) and dtrsm (tiles of its rows). The caller has checked
-    that no diagonal entry is zero."""
+    non-zero diagonal) with X = L^-1, by block rows from the top, the
+    update of each step a rank-``block`` dgemm (the third of the triangular
+    inverse's blocked variants in Bientinesi, Gunter and van de Geijn,
+    "Families of algorithms related to the inversion of a symmetric positive
+    definite matrix", ACM TOMS 35(1), 2008). With L partitioned at block
+    row j into L_00 (j x j), L_10, L_11 (block) and L_20, L_21 below, the
+    columns 0:j below row j hold Y = L_{j:,0:j} L_00^-1 when step j begins,
+    and X_10 = -L_11^-1 Y_1, X_{2:,0:j} = -L_22^-1 (Y_2 - L_21 L_11^-1 Y_1).
+    So:
+
+    1. every diagonal block becomes L_kk^-1 and every panel below it
+       L_21 L_11^-1 (dtrtri, then dtrmm from the right by row tiles): these
+       depend on L alone, so they run as independent tiles first;
+    2. step j, by tiles of TILE_ROWS columns c of 0:j:
+       Y_2[:, c] -= (L_21 L_11^-1) Y_1[:, c] (one dgemm of every row below),
+       then Y_1[:, c] := -L_11^-1 Y_1[:, c] (dtrmm), which is X_10[:, c].
+
+    Nearly all of the n^3/3 flops are the dgemms of step 2, each of a long
+    panel. The caller has checked that no diagonal entry is zero."""
     n = A.shape[0]
-    info = ctypes.c_int(0)
     one, minus_one = ctypes.byref(_ONE), ctypes.byref(_MINUS_ONE)
-    last = ((n - 1) // block) * block
-    for j in range(last, -1, -block):
+    starts = range(0, n, block)
+
+    def invert_diagonal_block(j):
+        info = ctypes.c_int(0)
+        _dtrtri(_ch("L"), _ch("N"), _int(min(block, n - j)), m.at(j, j), m.ld,
+                ctypes.byref(info))
+        if info.value != 0:  # pragma: no cover - the caller checked the diagonal
+            raise ValueError(f"dtrtri: info {info.value} on diagonal block {j}")
+
+    run_tiles([lambda j=j: invert_diagonal_block(j) for j in starts])
+    run_tiles([lambda r=r, rows=rows, j=j: _dtrmm(  # L_21 := L_21 L_11^-1
+        _ch("R"), _ch("L"), _ch("N"), _ch("N"), _int(rows), _int(min(block, n - j)),
+        one, m.at(j, j), m.ld, m.at(r, j), m.ld)
+        for j in starts for r, rows in _row_tiles(j + block, n)])
+
+    def step_columns(j, c, cols):
         jb = min(block, n - j)
         below = n - j - jb
         if below > 0:
-            run_tiles([lambda c=c, cols=cols, j=j, jb=jb, below=below: _dtrmm(
-                _ch("L"), _ch("L"), _ch("N"), _ch("N"), _int(below), _int(cols),
-                one, m.at(j + jb, j + jb), m.ld, m.at(j + jb, j + c), m.ld)
-                for c, cols in _column_tiles(0, jb)])
-            run_tiles([lambda r=r, rows=rows, j=j, jb=jb: _dtrsm(
-                _ch("R"), _ch("L"), _ch("N"), _ch("N"), _int(rows), _int(jb),
-                minus_one, m.at(j, j), m.ld, m.at(r, j), m.ld)
-                for r, rows in _row_tiles(j + jb, n)])
-        _dtrtri(_ch("L"), _ch("N"), _int(jb), m.at(j, j), m.ld, ctypes.byref(info))
-        if info.value != 0:  # pragma: no cover - the caller checked the diagonal
-            raise ValueError(f"dtrtri: info {info.value} on diagonal block {j}")
+            _dgemm(_ch("N"), _ch("N"), _int(below), _int(cols), _int(jb), minus_one,
+                   m.at(j + jb, j), m.ld, m.at(j, c), m.ld, one, m.at(j + jb, c), m.ld)
+        _dtrmm(_ch("L"), _ch("L"), _ch("N"), _ch("N"), _int(jb), _int(cols),
+               minus_one, m.at(j, j), m.ld, m.at(j, c), m.ld)
+
+    for j in starts[1:]:
+        run_tiles([lambda c=c, cols=cols, j=j: step_columns(j, c, cols)
+                   for c, cols in _column_tiles(0, j, TILE_ROWS)])
 
 
 def _gram_lower(A, m, block):
@@ -259,29 +308,30 @@ def _gram_lower(A, m, block):
         R_{i+ib}[i:i+ib, i:i+ib] = M_ii^T M_ii        (dlauum of order ib)
 
     R_i lies where M[0:i, 0:i] was, which no later step reads. The rank-ib
-    update, nearly all of the n^3/3 flops, runs as tiles: per column panel
-    of TILE_ROWS columns a dsyrk on its diagonal block (never OpenBLAS's
-    faulty order: docs/reliability.md) and dgemm row tiles below it; then
-    the dtrmm by tiles of P's columns. (The reference dlauum's
+    update, nearly all of the n^3/3 flops, runs as one tile per column panel
+    of TILE_ROWS columns: a dsyrk on its diagonal block (never OpenBLAS's
+    faulty order: docs/reliability.md) and one dgemm on every row below it;
+    then the dtrmm by tiles of P's columns. (The reference dlauum's
     inner-product order, a dgemm of ib rows and a long inner dimension per
     row block, put the inverse at 1.18 x OpenBLAS's dpotri at N = 12,000;
     docs/benchmarks.md, "The blocked inverse, and 10-D ARD at N = 5,000".)"""
     n = A.shape[0]
     info = ctypes.c_int(0)
     one = ctypes.byref(_ONE)
+
+    def update_panel(i, ib, c, panel):
+        _dsyrk(_ch("L"), _ch("T"), _int(panel), _int(ib), one,
+               m.at(i, c), m.ld, one, m.at(c, c), m.ld)
+        rows = i - c - panel
+        if rows > 0:
+            _dgemm(_ch("T"), _ch("N"), _int(rows), _int(panel), _int(ib), one,
+                   m.at(i, c + panel), m.ld, m.at(i, c), m.ld, one, m.at(c + panel, c), m.ld)
+
     for i in range(0, n, block):
         ib = min(block, n - i)
         if i > 0:
-            updates = []
-            for c, panel in _column_tiles(0, i, TILE_ROWS):
-                updates.append(lambda c=c, panel=panel, i=i, ib=ib: _dsyrk(
-                    _ch("L"), _ch("T"), _int(panel), _int(ib), one,
-                    m.at(i, c), m.ld, one, m.at(c, c), m.ld))
-                updates += [lambda r=r, rows=rows, c=c, panel=panel, i=i, ib=ib: _dgemm(
-                    _ch("T"), _ch("N"), _int(rows), _int(panel), _int(ib), one,
-                    m.at(i, r), m.ld, m.at(i, c), m.ld, one, m.at(r, c), m.ld)
-                    for r, rows in _row_tiles(c + panel, i)]
-            run_tiles(updates)
+            run_tiles([lambda c=c, panel=panel, i=i, ib=ib: update_panel(i, ib, c, panel)
+                       for c, panel in _column_tiles(0, i, TILE_ROWS)])
             run_tiles([lambda c=c, cols=cols, i=i, ib=ib: _dtrmm(
                 _ch("L"), _ch("L"), _ch("T"), _ch("N"), _int(ib), _int(cols),
                 one, m.at(i, i), m.ld, m.at(i, c), m.ld)
@@ -295,10 +345,17 @@ def inverse_from_cholesky_lower(A, block=None):
     """Overwrite the lower triangle of ``A`` (n, n), holding the Cholesky
     factor L of K, with the lower triangle of K^-1 = L^-T L^-1 (dpotri):
     L^-1 by a blocked dtrtri, then (L^-1)^T L^-1 by a blocked dlauum.
+    ``block`` is the order of both steps' diagonal blocks; by default the
+    dtrtri's is :data:`DEFAULT_BLOCK` outside a fit and TILE_ROWS inside one
+    (as for the factor), the dlauum's :data:`DEFAULT_BLOCK` (its rank-block
+    updates are dgemms with an inner dimension of that order: TILE_ROWS
+    there made the Gram step about 15 % slower on one thread at N = 5,000;
+    docs/benchmarks.md, "Thread-count independent bits").
 
     Returns dpotri's info: 0, or i (1-based) if L_ii is exactly zero, in
     which case ``A`` is left unchanged.
     """
+    gram_block = _check_block(DEFAULT_BLOCK if block is None else block)
     n, block = A.shape[0], _check_block(block)
     m = _Blocks(A)
     if n == 0:
@@ -307,7 +364,7 @@ def inverse_from_cholesky_lower(A, block=None):
     if zeros.size:
         return int(zeros[0]) + 1
     _invert_triangle_lower(A, m, block)
-    _gram_lower(A, m, block)
+    _gram_lower(A, m, gram_block)
     return 0
 
 
