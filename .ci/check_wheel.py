@@ -1,7 +1,7 @@
 """CI: the built wheel holds the whole package. Build fastgp's wheel, install
 it (without dependencies, which the calling environment has) into an empty
-directory, and import every module of fastgp from there, not from the source
-tree, and read the data the package ships.
+directory, check that it holds every module of the source tree, import each
+from there, not from the source tree, and read the data the package ships.
 
     python .ci/check_wheel.py DIRECTORY   # DIRECTORY: scratch space, emptied
 """
@@ -23,6 +23,11 @@ def main(scratch):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                     "--wheel-dir", str(wheels), str(REPO)], check=True)
     wheel, = wheels.glob("fastgp-*.whl")
+    # every module of the source tree, so that a folder the wheel left out
+    # fails here even where nothing imports it
+    source = sorted(
+        ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        for path in (REPO / "fastgp").rglob("*.py") if path.name != "__main__.py")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                     "--target", str(site), str(wheel)], check=True)
     code = f"""
@@ -32,6 +37,8 @@ import fastgp
 assert fastgp.__file__.startswith({str(site)!r}), fastgp.__file__
 names = [m.name for m in pkgutil.walk_packages(fastgp.__path__, "fastgp.")
          if not m.name.endswith("__main__")]  # __main__ runs the main job
+missing = sorted(set({source!r}) - set(names) - {{"fastgp"}})
+assert not missing, f"the wheel lacks {{missing}}"
 for name in names:
     importlib.import_module(name)
 from fastgp.datasets import load_mauna_loa_co2, load_seattle_temperatures

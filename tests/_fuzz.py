@@ -6,7 +6,7 @@ import re
 import warnings
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 #: Every fuzz test's settings: reproducible (derandomized), no deadline.
@@ -61,6 +61,32 @@ def classify_query(Xq, n_features, invalid_messages, extreme_messages, bound):
     if Xq.size and np.max(np.abs(Xq)) > bound:
         return "extreme", extreme_messages
     return "ordinary", r"(?!)"  # nothing may be raised
+
+
+def fit_input_reasons(X, y):
+    """What makes fit(X, y) invalid for every estimator, as keys of its
+    messages: "no samples", "no features", "non-finite X"."""
+    reasons = []
+    if len(y) == 0:
+        reasons.append("no samples")
+    if X.shape[1] == 0:
+        reasons.append("no features")
+    if not np.all(np.isfinite(X)):
+        reasons.append("non-finite X")
+    return reasons
+
+
+def fit_as_classified(estimator, kind, pattern, X, y, counts, fitted_attribute):
+    """Fit ``estimator`` to (X, y) as :func:`expect` judges a call of this
+    ``kind``, and record the outcome in ``counts`` and as a hypothesis event.
+    Returns whether it fitted; a fit that raised must leave
+    ``fitted_attribute`` unset (nothing half-made)."""
+    fitted = expect(kind, pattern, estimator.fit, X, y) is not None
+    counts[kind, fitted] += 1
+    event(f"fit: {kind}, {'fitted' if fitted else 'raised'}")
+    if not fitted:
+        assert not hasattr(estimator, fitted_attribute), fitted_attribute
+    return fitted
 
 
 def fuzz_counts(problems, check):

@@ -13,7 +13,6 @@ fits is required, so that an estimator that always raised would fail.
 
 
 import numpy as np
-from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.gaussian_process.kernels import (
@@ -28,7 +27,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessClassifier
 
-from _fuzz import classify_query, expect, fuzz_counts
+from _fuzz import classify_query, expect, fit_as_classified, fit_input_reasons, fuzz_counts
 from _fuzz import ordinary as _ordinary
 from _fuzz import values
 
@@ -87,13 +86,7 @@ def problems(draw):
 
 
 def _classify_fit(X, y, params):
-    reasons = []
-    if len(y) == 0:
-        reasons.append("no samples")
-    if X.shape[1] == 0:
-        reasons.append("no features")
-    if not np.all(np.isfinite(X)):
-        reasons.append("non-finite X")
+    reasons = fit_input_reasons(X, y)
     if len(y) and np.unique(y).size < 2:
         reasons.append("one class")
     kernel = params["kernel"]
@@ -110,11 +103,7 @@ def _check(problem, counts):
     X, y, params, Xq = problem
     kind, pattern = _classify_fit(X, y, params)
     gpc = GaussianProcessClassifier(**params)
-    fitted = expect(kind, pattern, gpc.fit, X, y) is not None
-    counts[kind, fitted] += 1
-    event(f"fit: {kind}, {'fitted' if fitted else 'raised'}")
-    if not fitted:
-        assert not hasattr(gpc, "base_estimator_")  # nothing half-made
+    if not fit_as_classified(gpc, kind, pattern, X, y, counts, "base_estimator_"):
         return
     assert np.isfinite(gpc.log_marginal_likelihood_value_)
     q_kind, q_pattern = classify_query(Xq, X.shape[1], INVALID_MESSAGES, EXTREME_MESSAGES,

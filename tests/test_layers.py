@@ -12,7 +12,8 @@
 - the estimators never import the engine or LAPACK;
 - no solver folder imports another (fastgp/_solvers/<name>/);
 - each layer imports only the layers below it;
-- scikit-learn's private names only through fastgp/_validation.py.
+- scikit-learn's private names only through fastgp/_validation.py;
+- docs/design.md's map of the package names every folder and module.
 """
 
 import ast
@@ -159,4 +160,30 @@ def test_layers_modules_exist():
             "_optimize/minimize.py", "regressor.py", "gplvm.py",
             "_solvers/cholesky/objective.py", "_solvers/iterative/objective.py",
             "_solvers/base.py"} <= names
-    assert {"cholesky", "iterative"} <= set(SOLVER_FOLDERS)
+    assert {"cholesky", "iterative", "vecchia"} <= set(SOLVER_FOLDERS)
+
+
+def _package_map():
+    """docs/design.md's map of the package: {first column: whole row} of the
+    table in its section "The package"."""
+    text = (PACKAGE.parent / "docs" / "design.md").read_text()
+    start = text.index("\n## The package\n")
+    section = text[start:text.index("\n## ", start + 1)]
+    return {row.split("|")[1]: row for row in section.splitlines() if row.startswith("| `")}
+
+
+@pytest.mark.parametrize("path", MODULES, ids=_relative)
+def test_layers_design_map_names_every_module(path):
+    # the map is the folder list, complete: each folder has its row, and each
+    # module is named in its folder's row (a top-level one in a first column)
+    rows = _package_map()
+    *folders, name = _relative(path).split("/")
+    if not folders:
+        assert any(f"`{name}`" in first for first in rows), (
+            f"docs/design.md's map of the package does not name {name}")
+        return
+    folder = "/".join(folders) + "/"
+    row = next((row for first, row in rows.items() if f"`{folder}`" in first), None)
+    assert row is not None, f"docs/design.md's map of the package has no row for {folder}"
+    assert name == "__init__.py" or f"`{name}`" in row, (
+        f"docs/design.md's map of the package does not name {folder}{name} in {folder}'s row")

@@ -56,7 +56,7 @@ import numba
 from .._linalg.blas_threads import enter as enter_blas
 from .._linalg.blas_threads import leave as leave_blas
 from .._linalg.blas_threads import set_count as set_blas_count
-from .._linalg.tiles import set_width, width
+from .._linalg.tiles import set_width, usable_cpus, width
 from .config import start_numba_threads
 
 __all__ = ["SERIAL_BELOW", "ADAPTIVE_ENV", "usable_cpus", "idle_cores", "Governor", "threads_for"]
@@ -80,13 +80,6 @@ CONFIRM_STEP_S = 0.0005
 
 
 # ------------------------------------------------------------ idle cores
-def usable_cpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
-
-
 def _runnable_tasks(path="/proc/loadavg"):
     """The scheduler's count of runnable threads on the whole machine now
     (proc(5): the fourth field of /proc/loadavg, "the number of currently

@@ -24,7 +24,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["set_width", "width", "run_tiles", "TILE_ROWS", "TILE_COLUMNS"]
+__all__ = ["set_width", "width", "run_tiles", "usable_cpus", "TILE_ROWS", "TILE_COLUMNS"]
 
 #: Rows of one tile of a panel update or solve (dgemm, dtrsm), and the order
 #: of the diagonal blocks inside a fit. With two threads, factor + inverse
@@ -57,13 +57,21 @@ def width():
     return getattr(_local, "width", None)
 
 
+def usable_cpus():
+    """The number of CPUs this process may run on: its affinity mask where
+    the platform has one, else every CPU (the thread governor's count too,
+    :mod:`fastgp._engine.threads`)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 def _executor():
     global _pool
     with _pool_lock:
         if _pool is None:
-            cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-                else (os.cpu_count() or 1)
-            _pool = ThreadPoolExecutor(max_workers=max(1, cpus - 1),
+            _pool = ThreadPoolExecutor(max_workers=max(1, usable_cpus() - 1),
                                        thread_name_prefix="fastgp-tiles")
         return _pool
 

@@ -89,7 +89,8 @@ from .._user_warnings import warn_user
 from ..exceptions import MemoryWaitWarning
 from . import reading as probe
 from .ledger_files import (LEDGER_ENV, LOCK_TIMEOUT_ENV, LedgerUnavailable, create_entry,
-                           ledger_dir, locked, read_entries, usable_ledger)
+                           ledger_dir, locked, read_entries, seconds_from_env,
+                           usable_ledger)
 from .reading import MemoryReading
 from .refuse import refuse_if_short, refusal
 from .switch import memory_check_enabled
@@ -192,16 +193,7 @@ def wait_timeout():
     ValueError
         The variable is not a non-negative number.
     """
-    text = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not text:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0.0:
-        raise ValueError(f"{TIMEOUT_ENV}={text!r} is not a non-negative number of seconds.")
-    return value
+    return seconds_from_env(TIMEOUT_ENV, DEFAULT_TIMEOUT)
 
 
 def _resident_bytes(pid):

@@ -108,16 +108,38 @@ def lock_timeout():
     ValueError
         The variable is not a non-negative number.
     """
-    text = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    return seconds_from_env(LOCK_TIMEOUT_ENV, DEFAULT_LOCK_TIMEOUT)
+
+
+def seconds_from_env(name, default):
+    """Read the environment variable ``name`` as a number of seconds.
+
+    Parameters
+    ----------
+    name : str
+        The environment variable.
+    default : float
+        The seconds where it is unset or blank.
+
+    Returns
+    -------
+    float
+        Its value, or ``default``.
+
+    Raises
+    ------
+    ValueError
+        The variable is not a non-negative number; the message names it.
+    """
+    text = os.environ.get(name, "").strip()
     if not text:
-        return DEFAULT_LOCK_TIMEOUT
+        return default
     try:
         value = float(text)
     except ValueError:
         value = -1.0
     if not value >= 0.0:
-        raise ValueError(f"{LOCK_TIMEOUT_ENV}={text!r} is not a non-negative number "
-                         "of seconds.")
+        raise ValueError(f"{name}={text!r} is not a non-negative number of seconds.")
     return value
 
 
