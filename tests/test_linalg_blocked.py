@@ -18,6 +18,7 @@ from scipy.linalg import lapack
 
 from fastgp._linalg import blocked as blocked_lapack
 from fastgp._linalg import lapack as linalg
+from fastgp._linalg import tiles
 from fastgp._linalg.blocked import cholesky_lower, inverse_from_cholesky_lower
 from fastgp._linalg.lapack import cho_inverse_in_place, cholesky_in_place, cholesky_with_jitter
 from fastgp.exceptions import NotPositiveDefiniteError
@@ -140,11 +141,18 @@ def _not_pd_at(n, order, seed=3):
     (100, 16, 1),
     (40, 64, 23),    # one block: LAPACK's own info
 ])
-def test_blocked_cholesky_reports_the_failing_minor_like_dpotrf(n, block, order):
+@pytest.mark.parametrize("width", [None, 2])
+def test_blocked_cholesky_reports_the_failing_minor_like_dpotrf(n, block, order, width):
+    """Outside a fit, and as a fit runs it (tiles on two threads, where the
+    failing block's dpotrf runs inside a tile beside the other updates)."""
     K = _not_pd_at(n, order)
     assert lapack.dpotrf(K, lower=1)[1] == order
     A = np.array(K, order="F")
-    assert cholesky_lower(A, block) == order
+    previous = tiles.set_width(width)
+    try:
+        assert cholesky_lower(A, block) == order
+    finally:
+        tiles.set_width(previous)
 
 
 def test_blocked_inverse_reports_a_zero_pivot_and_leaves_the_buffer():

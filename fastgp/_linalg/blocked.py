@@ -6,13 +6,17 @@ matrix with its threaded dsyrk, whose per-thread packing buffer grows with
 OpenBLAS reserved (about N = 16,000 with two threads and its SkylakeX
 kernels), the process dies with a segmentation fault (docs/reliability.md,
 "Large N and OpenBLAS's threaded dsyrk"). The routines here compute the same
-factor and inverse by blocked algorithms on the lower triangle (reference
-LAPACK's dpotrf and dtrtri, and dlauum in OpenBLAS's own order) with every
+factor and inverse by blocked algorithms on the lower triangle (a
+right-looking Cholesky with look-ahead, the triangular inverse's
+rank-block-update variant, and dlauum in OpenBLAS's own order) with every
 large update done by dgemm, dtrsm or dtrmm, whose threaded drivers pack in
 blocks of bounded size, with LAPACK's dpotrf, dtrtri and dlauum called only
-on diagonal blocks of order ``block`` and dsyrk only on blocks of order at
-most :data:`GRAM_SYRK_MAX_ORDER`, far below the faulty size. Both cores stay
-in use: each level-3 call is OpenBLAS's threaded one.
+on diagonal blocks of order ``block`` (or the Gram step's
+:data:`DEFAULT_BLOCK`) and dsyrk only on blocks of at most that order, far
+below the faulty size. Each step's updates are tiles (:mod:`.tiles`) whose
+shapes are a function of n alone: inside a fit they run on single-threaded
+BLAS, shared out over fastgp's threads, so the bits do not depend on the
+thread count; outside one they run in turn, each on OpenBLAS's threads.
 
 Everything works on the caller's one buffer: BLAS and LAPACK are called
 through the function pointers that :mod:`scipy.linalg.cython_blas` and
