@@ -21,7 +21,13 @@ diagonal), each in place on a copy: LAPACK's dpotrf and dpotri through
 scipy.linalg.lapack on BLAS's threads ("lapack", what fastgp ran before its
 tiles), the same on one BLAS thread ("lapack 1", what the tiles would cost without
 threads), and the blocked factor and inverse as a fit runs them: BLAS on
-one thread, the tiles on every core ("tiled"). Keep the sizes below 15,500, where OpenBLAS's own routines are known to
+one thread, the tiles on every core ("tiled"), with the blocks a fit uses
+(``--block`` sets one order for all of them). OpenBLAS's workers spin for
+about a tenth of a second after each threaded call, on the cores whatever
+runs next needs; inside a fit nothing calls OpenBLAS threaded and the Numba
+passes keep the cores busy between the LAPACK steps, so the tiled factor
+runs after 0.2 s of untimed tiled work on the same matrix. Keep the sizes
+below 15,500, where OpenBLAS's own routines are known to
 survive with two threads (run ``--unset-coretype`` children of
 bench/bench_large_n.py for the crash itself). Writes
 bench/results/blocked_threshold.json.
@@ -30,6 +36,7 @@ bench/results/blocked_threshold.json.
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +79,15 @@ def measure(n, repeats, block, width):
                 raise RuntimeError(f"{routine.__name__}: info {info}")
         return step
 
+    def settle():
+        """Untimed tiled work for 0.2 s: OpenBLAS's spinning workers stop,
+        the cores stay busy (the module docstring)."""
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.2:
+            np.copyto(B, K)
+            tiled_step(blocked_lapack.cholesky_lower)()
+        np.copyto(B, K)
+
     def tiled_step(routine):
         def step():
             previous = tiles.set_width(width)
@@ -89,7 +105,7 @@ def measure(n, repeats, block, width):
         "lapack inverse": (load(L), lapack_step(lapack.dpotri, overwrite_c=1)),
         "lapack 1 factor": (load(K), lapack_step(lapack.dpotrf, 1, overwrite_a=1)),
         "lapack 1 inverse": (load(L), lapack_step(lapack.dpotri, 1, overwrite_c=1)),
-        "tiled factor": (load(K), tiled_step(blocked_lapack.cholesky_lower)),
+        "tiled factor": (settle, tiled_step(blocked_lapack.cholesky_lower)),
         "tiled inverse": (load(L), tiled_step(blocked_lapack.inverse_from_cholesky_lower)),
     }
     timings = interleaved_medians(cases, repeats=repeats, warmup=1)
@@ -102,15 +118,15 @@ def main(argv=None):
     parser.add_argument("--sizes", default="3000,5000,8000,12000")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--block", type=int, default=None,
-                        help="diagonal block order (default: blocked_lapack.DEFAULT_BLOCK)")
+                        help="one diagonal block order for the factor, the triangular inverse "
+                             "and the Gram step (default: the orders a fit uses)")
     parser.add_argument("--out", type=Path,
                         default=REPO_ROOT / "bench/results/blocked_threshold.json")
     args = parser.parse_args(argv)
 
-    from fastgp._linalg import blocked as blocked_lapack
     from fastgp._linalg import lapack as linalg
 
-    block = blocked_lapack.DEFAULT_BLOCK if args.block is None else args.block
+    block = args.block
     sizes = [int(s) for s in args.sizes.split(",")]
     unsafe = [n for n in sizes if n >= LAPACK_SAFE_BELOW]
     if unsafe:

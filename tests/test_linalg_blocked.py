@@ -121,6 +121,35 @@ def test_blocked_routines_use_the_default_block_read_at_call_time(monkeypatch):
     _assert_lower_close(A, _lapack_inverse(K))
 
 
+@pytest.mark.parametrize("n, block", [
+    (blocked_lapack.SMALL_ORDER - 300, blocked_lapack.SMALL_TILE),
+    (blocked_lapack.SMALL_ORDER + 100, tiles.TILE_ROWS),
+])
+def test_blocks_inside_a_fit_depend_on_the_order_alone(monkeypatch, n, block):
+    """Inside a fit the factor's diagonal blocks have SMALL_TILE rows below
+    SMALL_ORDER and TILE_ROWS from it on, on one tile thread as on two, and
+    the bits are the same on both."""
+    calls = []
+    real = blocked_lapack._dpotrf
+    monkeypatch.setattr(blocked_lapack, "_dpotrf",
+                        lambda *args: (calls.append(args[1]._obj.value), real(*args))[1])
+    K = _spd(n, seed=4)
+    results = []
+    for width in (1, 2):
+        calls.clear()
+        A = np.array(K, order="F")
+        previous = tiles.set_width(width)
+        try:
+            assert cholesky_lower(A) == 0
+            assert inverse_from_cholesky_lower(A) == 0
+        finally:
+            tiles.set_width(previous)
+        assert calls == [min(block, n - j) for j in range(0, n, block)]
+        results.append(A)
+    assert np.array_equal(results[0], results[1])
+    _assert_lower_close(results[0], _lapack_inverse(K))
+
+
 def _not_pd_at(n, order, seed=3):
     """An SPD matrix changed so that its leading minors are positive definite
     up to order - 1 and the one of order ``order`` (1-based) is not: the

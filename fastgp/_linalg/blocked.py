@@ -52,6 +52,17 @@ __all__ = ["DEFAULT_BLOCK", "cholesky_lower", "inverse_from_cholesky_lower",
 #: below where it fails.
 DEFAULT_BLOCK = 512
 
+#: Inside a fit, below this order the factor's and the triangular inverse's
+#: diagonal blocks, and the tiles of all three steps, have SMALL_TILE rows
+#: (TILE_ROWS from it on): at N = 1,000 blocks of 256 leave four block
+#: columns, too few to keep two threads busy. Factor + inverse over
+#: OpenBLAS's threaded dpotrf + dpotri, two tile threads (medians of 9,
+#: docs/benchmarks.md, "Thread-count independent bits"): at N = 1,000
+#: 0.94 with 128 against 1.06 with 256; at 2,000, 3,000 and 5,000 the two
+#: are within 0.02 of each other; at 8,000 1.04 against 0.98.
+SMALL_ORDER = 2048
+SMALL_TILE = 128
+
 _get_name = ctypes.pythonapi.PyCapsule_GetName
 _get_name.restype = ctypes.c_char_p
 _get_name.argtypes = [ctypes.py_object]
@@ -145,12 +156,20 @@ def _global_info(routine, info, offset):
     return offset + info if info > 0 else 0
 
 
-def _check_block(block):
-    """``block``, or the default: DEFAULT_BLOCK outside a fit, TILE_ROWS
-    inside one (:mod:`.tiles`: BLAS on one thread, smaller blocks keep both
-    threads busy)."""
+def _tile_order(n):
+    """Rows of the factor's and the inverse's tiles at order ``n``:
+    SMALL_TILE inside a fit below SMALL_ORDER, else TILE_ROWS (read at call
+    time). A function of n alone, so the bits stay independent of the
+    thread count."""
+    return SMALL_TILE if width() is not None and n < SMALL_ORDER else TILE_ROWS
+
+
+def _check_block(block, n):
+    """``block``, or the default at order ``n``: DEFAULT_BLOCK outside a
+    fit, :func:`_tile_order` inside one (:mod:`.tiles`: BLAS on one thread,
+    smaller blocks keep both threads busy)."""
     if block is None:
-        block = DEFAULT_BLOCK if width() is None else TILE_ROWS
+        block = DEFAULT_BLOCK if width() is None else _tile_order(n)
     block = int(block)
     if block < 1:
         raise ValueError(f"block must be >= 1, got {block}")
@@ -163,7 +182,7 @@ def cholesky_lower(A, block=None):
 
     Reference LAPACK's blocked dpotrf, lower, left-looking: for each block
     column j (width ``block``, default :data:`DEFAULT_BLOCK` read at call
-    time, TILE_ROWS inside a fit), its diagonal block is updated by dsyrk
+    time, :func:`_tile_order` inside a fit), its diagonal block is updated by dsyrk
     (order <= block) and factored by dpotrf, and the panel below it is
     updated by one dgemm with all earlier columns and solved by dtrsm.
 
@@ -192,7 +211,8 @@ def _blocked_cholesky(A, block, dtype):
     alone, and every entry takes its updates in the order of j."""
     syrk, potrf, gemm, trsm, one, minus_one = (
         globals()[name] for name in _CHOLESKY_ROUTINES[np.dtype(dtype)])
-    n, block = A.shape[0], _check_block(block)
+    n = A.shape[0]
+    block = _check_block(block, n)
     m = _Blocks(A, dtype)
     one, minus_one = ctypes.byref(one), ctypes.byref(minus_one)
     failed = []  # the whole matrix's info of a failed dpotrf, from any tile
@@ -236,10 +256,12 @@ def _blocked_cholesky(A, block, dtype):
     return failed[0] if failed else 0
 
 
-def _row_tiles(start, stop):
-    """(first row, rows) of the tiles of rows [start, stop): TILE_ROWS each
-    from ``start``, the last shorter (a function of the bounds alone)."""
-    return [(r, min(TILE_ROWS, stop - r)) for r in range(start, stop, TILE_ROWS)]
+def _row_tiles(start, stop, size=None):
+    """(first row, rows) of the tiles of rows [start, stop): ``size``
+    (default TILE_ROWS) each from ``start``, the last shorter (a function of
+    the bounds alone)."""
+    size = TILE_ROWS if size is None else size
+    return [(r, min(size, stop - r)) for r in range(start, stop, size)]
 
 
 def _column_tiles(start, stop, size=None):
@@ -263,7 +285,7 @@ def _invert_triangle_lower(A, m, block):
     1. every diagonal block becomes L_kk^-1 and every panel below it
        L_21 L_11^-1 (dtrtri, then dtrmm from the right by row tiles): these
        depend on L alone, so they run as independent tiles first;
-    2. step j, by tiles of TILE_ROWS columns c of 0:j:
+    2. step j, by tiles of :func:`_tile_order` columns c of 0:j:
        Y_2[:, c] -= (L_21 L_11^-1) Y_1[:, c] (one dgemm of every row below),
        then Y_1[:, c] := -L_11^-1 Y_1[:, c] (dtrmm), which is X_10[:, c].
 
@@ -272,6 +294,7 @@ def _invert_triangle_lower(A, m, block):
     n = A.shape[0]
     one, minus_one = ctypes.byref(_ONE), ctypes.byref(_MINUS_ONE)
     starts = range(0, n, block)
+    tile = _tile_order(n)
 
     def invert_diagonal_block(j):
         info = ctypes.c_int(0)
@@ -284,7 +307,7 @@ def _invert_triangle_lower(A, m, block):
     run_tiles([lambda r=r, rows=rows, j=j: _dtrmm(  # L_21 := L_21 L_11^-1
         _ch("R"), _ch("L"), _ch("N"), _ch("N"), _int(rows), _int(min(block, n - j)),
         one, m.at(j, j), m.ld, m.at(r, j), m.ld)
-        for j in starts for r, rows in _row_tiles(j + block, n)])
+        for j in starts for r, rows in _row_tiles(j + block, n, tile)])
 
     def step_columns(j, c, cols):
         jb = min(block, n - j)
@@ -297,7 +320,7 @@ def _invert_triangle_lower(A, m, block):
 
     for j in starts[1:]:
         run_tiles([lambda c=c, cols=cols, j=j: step_columns(j, c, cols)
-                   for c, cols in _column_tiles(0, j, TILE_ROWS)])
+                   for c, cols in _column_tiles(0, j, tile)])
 
 
 def _gram_lower(A, m, block):
@@ -313,7 +336,7 @@ def _gram_lower(A, m, block):
 
     R_i lies where M[0:i, 0:i] was, which no later step reads. The rank-ib
     update, nearly all of the n^3/3 flops, runs as one tile per column panel
-    of TILE_ROWS columns: a dsyrk on its diagonal block (never OpenBLAS's
+    of :func:`_tile_order` columns: a dsyrk on its diagonal block (never OpenBLAS's
     faulty order: docs/reliability.md) and one dgemm on every row below it;
     then the dtrmm by tiles of P's columns. (The reference dlauum's
     inner-product order, a dgemm of ib rows and a long inner dimension per
@@ -322,6 +345,7 @@ def _gram_lower(A, m, block):
     n = A.shape[0]
     info = ctypes.c_int(0)
     one = ctypes.byref(_ONE)
+    tile = _tile_order(n)
 
     def update_panel(i, ib, c, panel):
         _dsyrk(_ch("L"), _ch("T"), _int(panel), _int(ib), one,
@@ -335,11 +359,11 @@ def _gram_lower(A, m, block):
         ib = min(block, n - i)
         if i > 0:
             run_tiles([lambda c=c, panel=panel, i=i, ib=ib: update_panel(i, ib, c, panel)
-                       for c, panel in _column_tiles(0, i, TILE_ROWS)])
+                       for c, panel in _column_tiles(0, i, tile)])
             run_tiles([lambda c=c, cols=cols, i=i, ib=ib: _dtrmm(
                 _ch("L"), _ch("L"), _ch("T"), _ch("N"), _int(ib), _int(cols),
                 one, m.at(i, i), m.ld, m.at(i, c), m.ld)
-                for c, cols in _column_tiles(0, i, TILE_ROWS)])
+                for c, cols in _column_tiles(0, i, tile)])
         _dlauum(_ch("L"), _int(ib), m.at(i, i), m.ld, ctypes.byref(info))
         if info.value != 0:  # pragma: no cover - dlauum fails only on bad arguments
             raise ValueError(f"dlauum: illegal argument {-info.value}")
@@ -350,17 +374,18 @@ def inverse_from_cholesky_lower(A, block=None):
     factor L of K, with the lower triangle of K^-1 = L^-T L^-1 (dpotri):
     L^-1 by a blocked dtrtri, then (L^-1)^T L^-1 by a blocked dlauum.
     ``block`` is the order of both steps' diagonal blocks; by default the
-    dtrtri's is :data:`DEFAULT_BLOCK` outside a fit and TILE_ROWS inside one
-    (as for the factor), the dlauum's :data:`DEFAULT_BLOCK` (its rank-block
-    updates are dgemms with an inner dimension of that order: TILE_ROWS
-    there made the Gram step about 15 % slower on one thread at N = 5,000;
-    docs/benchmarks.md, "Thread-count independent bits").
+    dtrtri's is :data:`DEFAULT_BLOCK` outside a fit and :func:`_tile_order`
+    inside one (as for the factor), the dlauum's :data:`DEFAULT_BLOCK` (its
+    rank-block updates are dgemms with an inner dimension of that order:
+    TILE_ROWS there made the Gram step about 15 % slower on one thread at
+    N = 5,000; docs/benchmarks.md, "Thread-count independent bits").
 
     Returns dpotri's info: 0, or i (1-based) if L_ii is exactly zero, in
     which case ``A`` is left unchanged.
     """
-    gram_block = _check_block(DEFAULT_BLOCK if block is None else block)
-    n, block = A.shape[0], _check_block(block)
+    n = A.shape[0]
+    gram_block = _check_block(DEFAULT_BLOCK if block is None else block, n)
+    block = _check_block(block, n)
     m = _Blocks(A)
     if n == 0:
         return 0
