@@ -27,11 +27,12 @@ from concurrent.futures import ThreadPoolExecutor
 __all__ = ["set_width", "width", "run_tiles", "usable_cpus", "TILE_ROWS", "TILE_COLUMNS"]
 
 #: Rows of one tile of a panel update or solve (dgemm, dtrsm), and the order
-#: of the diagonal blocks inside a fit. With two threads, factor + inverse
-#: over OpenBLAS's threaded dpotrf + dpotri at N = 1,000 / 3,000 / 5,000:
-#: tiles of 512 1.80 / 1.24 / 1.68, of 256 1.30 / 1.11 / 1.35 (one noisy
-#: probe; with 256, ``python -m bench.bench_blocked_threshold`` later read
-#: 1.65 / 1.23 / 1.17: docs/benchmarks.md, "Thread-count independent bits").
+#: of the diagonal blocks inside a fit from N = 2,048 on (below it,
+#: :data:`fastgp._linalg.blocked.SMALL_TILE`). With two threads, factor +
+#: inverse over OpenBLAS's threaded dpotrf + dpotri at N = 2,000 / 5,000 /
+#: 8,000, medians of 9: 0.95 / 0.97 / 0.98 with tiles of 256, 0.93 / 0.96 /
+#: 1.04 with 128 (docs/benchmarks.md, "The factor and inverse in fewer
+#: tiles").
 TILE_ROWS = 256
 
 #: Columns of one tile of a triangular multiply or a solve with many
