@@ -57,7 +57,7 @@ DEFAULT_BLOCK = 512
 #: (TILE_ROWS from it on): at N = 1,000 blocks of 256 leave four block
 #: columns, too few to keep two threads busy. Factor + inverse over
 #: OpenBLAS's threaded dpotrf + dpotri, two tile threads (medians of 9,
-#: docs/benchmarks.md, "Thread-count independent bits"): at N = 1,000
+#: docs/benchmarks.md, "The factor and inverse in fewer tiles"): at N = 1,000
 #: 0.94 with 128 against 1.06 with 256; at 2,000, 3,000 and 5,000 the two
 #: are within 0.02 of each other; at 8,000 1.04 against 0.98.
 SMALL_ORDER = 2048
@@ -180,11 +180,12 @@ def cholesky_lower(A, block=None):
     """Overwrite the lower triangle of ``A`` (n, n) with the Cholesky factor L
     of the symmetric matrix whose lower triangle it holds (K = L L^T).
 
-    Reference LAPACK's blocked dpotrf, lower, left-looking: for each block
-    column j (width ``block``, default :data:`DEFAULT_BLOCK` read at call
-    time, :func:`_tile_order` inside a fit), its diagonal block is updated by dsyrk
-    (order <= block) and factored by dpotrf, and the panel below it is
-    updated by one dgemm with all earlier columns and solved by dtrsm.
+    A blocked dpotrf, lower, right-looking with one step of look-ahead
+    (:func:`_blocked_cholesky`): block column j (width ``block``, default
+    :data:`DEFAULT_BLOCK` read at call time, :func:`_tile_order` inside a
+    fit) is factored by dpotrf on its diagonal block and one dtrsm below it,
+    then the trailing lower triangle takes its rank-``block`` update as
+    tiles of dsyrk (order <= block) and dgemm.
 
     Returns LAPACK's info: 0 on success, else the order (1-based, in the
     whole matrix) of the first leading minor that is not positive definite;
@@ -336,9 +337,9 @@ def _gram_lower(A, m, block):
 
     R_i lies where M[0:i, 0:i] was, which no later step reads. The rank-ib
     update, nearly all of the n^3/3 flops, runs as one tile per column panel
-    of :func:`_tile_order` columns: a dsyrk on its diagonal block (never OpenBLAS's
-    faulty order: docs/reliability.md) and one dgemm on every row below it;
-    then the dtrmm by tiles of P's columns. (The reference dlauum's
+    of :func:`_tile_order` columns: a dsyrk on its diagonal block (never
+    OpenBLAS's faulty order: docs/reliability.md) and one dgemm on every row
+    below it; then the dtrmm by tiles of P's columns. (The reference dlauum's
     inner-product order, a dgemm of ib rows and a long inner dimension per
     row block, put the inverse at 1.18 x OpenBLAS's dpotri at N = 12,000;
     docs/benchmarks.md, "The blocked inverse, and 10-D ARD at N = 5,000".)"""
@@ -474,7 +475,8 @@ _CHOLESKY_ROUTINES = {
 def cholesky_lower_float32(A, block=None):
     """:func:`cholesky_lower` in single precision, on ``A`` (n, n) float32
     with unit row stride and any column stride >= n: ssyrk, spotrf, sgemm
-    and strsm per block column of ``block`` (default :data:`DEFAULT_BLOCK`).
+    and strsm per block column of ``block`` (default as for
+    :func:`cholesky_lower`).
     Returns spotrf's info as :func:`cholesky_lower` does."""
     return _blocked_cholesky(A, block, np.float32)
 
