@@ -261,3 +261,58 @@ def assert_gradient_close(actual, expected, rtol=1e-8):
     assert actual.shape == expected.shape
     scale = max(np.max(np.abs(expected), initial=0.0), 1e-300)
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale)
+
+
+def assert_regressor_matches_sklearn(ours, ref, thetas, X_query, value_rtol=1e-8,
+                                     std_rtol=1e-6, std_atol=0.0):
+    """A fitted fastgp regressor ``ours`` and scikit-learn's ``ref``, fitted
+    on the same data, agree on the log marginal likelihood (``value_rtol``
+    relative) and its gradient (:func:`assert_gradient_close`, 1e-8) at every
+    theta of ``thetas``, and at X_query (n_query, n_features) on the
+    predictive mean (1e-8 relative, 1e-10 absolute) and standard deviation
+    (``std_rtol`` relative, ``std_atol`` absolute)."""
+    for theta in thetas:
+        value, grad = ours.log_marginal_likelihood(theta, eval_gradient=True)
+        ref_value, ref_grad = ref.log_marginal_likelihood(theta, eval_gradient=True)
+        np.testing.assert_allclose(value, ref_value, rtol=value_rtol)
+        assert_gradient_close(grad, ref_grad, rtol=1e-8)
+    mean, std = ours.predict(X_query, return_std=True)
+    ref_mean, ref_std = ref.predict(X_query, return_std=True)
+    np.testing.assert_allclose(mean, ref_mean, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(std, ref_std, rtol=std_rtol, atol=std_atol)
+
+
+def assert_same_bits_on_one_and_two_threads(compute):
+    """``compute()`` (a tuple of arrays) gives the same bits on one and on
+    two Numba threads; Numba's thread count is restored afterwards. Skips
+    where Numba started with one thread (nothing to compare)."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("NUMBA_NUM_THREADS < 2 at start-up: one thread count to compare")
+
+    def run(count):
+        numba.set_num_threads(count)
+        return compute()
+
+    default = numba.get_num_threads()
+    try:
+        one, two = run(1), run(2)
+    finally:
+        numba.set_num_threads(default)
+    for a, b in zip(one, two):
+        np.testing.assert_array_equal(a, b)
+
+
+def assert_fill_matches_kernel(covariance, kernel, theta, X, diag_add):
+    """``covariance.fill_lower`` at theta writes kernel(X) + diag(diag_add)
+    into the lower triangle of an (n, n) F-ordered buffer (1e-13 relative,
+    1e-15 absolute), X (n, n_features), diag_add (n,), and leaves its strict
+    upper triangle untouched."""
+    n = len(X)
+    K = np.full((n, n), np.nan, order="F")
+    covariance.fill_lower(theta, diag_add, K)
+    expected = kernel.clone_with_theta(theta)(X) + np.diag(diag_add)
+    lower = np.tril_indices(n)
+    np.testing.assert_allclose(K[lower], expected[lower], rtol=1e-13, atol=1e-15)
+    assert np.all(np.isnan(K[np.triu_indices(n, 1)]))

@@ -5,12 +5,12 @@ covariance against ``kernel(X, Y)``, and the fused gradient pass against an
 einsum of W with scikit-learn's ``K_gradient`` tensor.
 """
 
-import numba
 import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 
-from conftest import FREE_KERNELS, N_FEATURES, kernel_params, random_theta
+from conftest import (FREE_KERNELS, N_FEATURES, assert_fill_matches_kernel,
+                      assert_same_bits_on_one_and_two_threads, kernel_params, random_theta)
 from fastgp._engine import passes as _covariance
 from fastgp._engine.interpreter import TILE
 from fastgp._backend.covariance import (
@@ -71,13 +71,7 @@ def test_fill_lower_matches_sklearn_kernel(kernel, n, rng):
     X = _inputs(rng, n)
     theta = random_theta(kernel, rng)
     diag_add = rng.uniform(0.0, 0.1, size=n)
-    K_out = np.full((n, n), np.nan, order="F")
-    _fast(kernel, X).fill_lower(theta, diag_add, K_out)
-    expected = kernel.clone_with_theta(theta)(X) + np.diag(diag_add)
-    lower = np.tril_indices(n)
-    np.testing.assert_allclose(K_out[lower], expected[lower], rtol=1e-13, atol=1e-15)
-    # the strict upper triangle is not touched
-    assert np.all(np.isnan(K_out[np.triu_indices(n, 1)]))
+    assert_fill_matches_kernel(_fast(kernel, X), kernel, theta, X, diag_add)
 
 
 @pytest.mark.parametrize("n", [1, 65])
@@ -159,8 +153,6 @@ def test_make_covariance_falls_back_with_a_warning(rng):
 def test_passes_give_identical_bits_for_any_thread_count(rng):
     """The fill and the gradient pass do not depend on Numba's thread count:
     several tiles (TILE rows) and 256 column blocks, on 1 and 2 threads."""
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("NUMBA_NUM_THREADS < 2 at start-up: one thread count to compare")
     n = TILE + 188
     kernel = FREE_KERNELS["C*RBF+White"]
     X = rng.uniform(-2, 2, size=(n, N_FEATURES))
@@ -169,19 +161,12 @@ def test_passes_give_identical_bits_for_any_thread_count(rng):
     A = rng.standard_normal((n, 2))
     covariance = _fast(kernel, X)
 
-    def run(count):
-        numba.set_num_threads(count)
+    def compute():
         K = np.zeros((n, n), order="F")
         covariance.fill_lower(theta, np.full(n, 1e-2), K)
         return K, covariance.grad_trace(theta, Kinv, A), covariance.cross(theta, X[:40])
 
-    default = numba.get_num_threads()
-    try:
-        one, two = run(1), run(2)
-    finally:
-        numba.set_num_threads(default)
-    for a, b in zip(one, two):
-        np.testing.assert_array_equal(a, b)
+    assert_same_bits_on_one_and_two_threads(compute)
 
 
 def test_read_only_inputs_reuse_the_compiled_passes(rng):

@@ -17,7 +17,8 @@ from sklearn.gaussian_process.kernels import (
 )
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from conftest import ALPHA, assert_gradient_close, make_problem, random_theta
+from conftest import (ALPHA, assert_gradient_close, assert_regressor_matches_sklearn, make_problem,
+                      random_theta)
 from fastgp import GaussianProcessRegressor
 from fastgp._backend.covariance import (
     KernelObjectCovariance,
@@ -86,16 +87,9 @@ def test_kernel_fallback_lml_gradient_and_predictions_match_sklearn(kernel, fast
     X, y = make_problem(rng, n_samples=30)
     ours = fit_quietly(GaussianProcessRegressor(kernel, alpha=ALPHA, optimizer=None), X, y)
     ref = SklearnGPR(kernel, alpha=ALPHA, optimizer=None).fit(X, y)
-    for theta in (kernel.theta, random_theta(kernel, rng, 0.4)):
-        value, grad = ours.log_marginal_likelihood(theta, eval_gradient=True)
-        ref_value, ref_grad = ref.log_marginal_likelihood(theta, eval_gradient=True)
-        np.testing.assert_allclose(value, ref_value, rtol=1e-8)
-        assert_gradient_close(grad, ref_grad, rtol=1e-8)
     X_query = X[:6] + 0.25
-    mean, std = ours.predict(X_query, return_std=True)
-    ref_mean, ref_std = ref.predict(X_query, return_std=True)
-    np.testing.assert_allclose(mean, ref_mean, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(std, ref_std, rtol=1e-6)
+    assert_regressor_matches_sklearn(ours, ref, (kernel.theta, random_theta(kernel, rng, 0.4)),
+                                     X_query)
     np.testing.assert_allclose(ours.sample_y(X_query, 3, random_state=5),
                                ref.sample_y(X_query, 3, random_state=5), rtol=1e-6,
                                atol=1e-8)

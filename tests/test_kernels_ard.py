@@ -10,7 +10,7 @@ from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 from sklearn.gaussian_process import kernels as skk
 
-from conftest import ALPHA, assert_gradient_close, make_problem
+from conftest import ALPHA, assert_regressor_matches_sklearn, make_problem
 from fastgp import GaussianProcessRegressor
 from fastgp._backend.covariance import FastCovariance, make_covariance
 from fastgp.kernels import ExpSineSquared, RationalQuadratic
@@ -199,16 +199,7 @@ def test_kernels_ard_lml_matches_sklearn_estimator_on_reference(kernel, rng):
     kernel = skk.ConstantKernel(1.3) * kernel + skk.WhiteKernel(0.05)
     ours = GaussianProcessRegressor(kernel, alpha=ALPHA, optimizer=None).fit(X, y)
     ref = SklearnGPR(kernel, alpha=ALPHA, optimizer=None).fit(X, y)
-    theta = kernel.theta - 0.2
-    value, grad = ours.log_marginal_likelihood(theta, eval_gradient=True)
-    ref_value, ref_grad = ref.log_marginal_likelihood(theta, eval_gradient=True)
-    np.testing.assert_allclose(value, ref_value, rtol=1e-8)
-    assert_gradient_close(grad, ref_grad, rtol=1e-8)
-    X_query = X[:5] + 0.2
-    mean, std = ours.predict(X_query, return_std=True)
-    ref_mean, ref_std = ref.predict(X_query, return_std=True)
-    np.testing.assert_allclose(mean, ref_mean, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(std, ref_std, rtol=1e-6)
+    assert_regressor_matches_sklearn(ours, ref, [kernel.theta - 0.2], X[:5] + 0.2)
 
 
 def test_kernels_ard_rational_quadratic_finds_the_irrelevant_input(rng):

@@ -31,7 +31,8 @@ from sklearn.gaussian_process import GaussianProcessRegressor as SklearnGPR
 from sklearn.gaussian_process.kernels import RBF, Matern, RationalQuadratic, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
-from conftest import ALPHA, assert_gradient_close
+from conftest import (ALPHA, assert_fill_matches_kernel, assert_gradient_close,
+                      assert_regressor_matches_sklearn, random_theta)
 from fastgp import GaussianProcessRegressor
 from fastgp._engine.interpreter import TILE
 from fastgp._engine.threads import SERIAL_BELOW
@@ -102,14 +103,9 @@ def test_parity_fill_of_several_tiles_matches_sklearn(kernel, count, numba_threa
     n = N_TILES[1]
     X = _inputs(rng, n)
     diag_add = rng.uniform(0.0, 0.1, size=n)
-    theta = kernel.theta + rng.uniform(-0.3, 0.3, size=kernel.n_dims)
+    theta = random_theta(kernel, rng, 0.3)
     numba_threads(count)
-    K = np.full((n, n), np.nan, order="F")
-    _fast(kernel, X).fill_lower(theta, diag_add, K)
-    expected = kernel.clone_with_theta(theta)(X) + np.diag(diag_add)
-    lower = np.tril_indices(n)
-    np.testing.assert_allclose(K[lower], expected[lower], rtol=1e-13, atol=1e-15)
-    assert np.all(np.isnan(K[np.triu_indices(n, 1)]))
+    assert_fill_matches_kernel(_fast(kernel, X), kernel, theta, X, diag_add)
 
 
 @pytest.mark.parametrize("count", THREAD_COUNTS)
@@ -118,7 +114,7 @@ def test_parity_gradient_pass_of_several_tiles_matches_sklearn_einsum(kernel, co
                                                                      numba_threads, rng):
     n = N_TILES[0]
     X = _inputs(rng, n)
-    theta = kernel.theta + rng.uniform(-0.3, 0.3, size=kernel.n_dims)
+    theta = random_theta(kernel, rng, 0.3)
     W = rng.standard_normal((n, n))
     W = W + W.T  # the pass is linear in W = T K^-1 - A A^T: any symmetric one will do
     A = rng.standard_normal((n, 2))
@@ -139,7 +135,7 @@ def test_parity_cross_covariance_of_several_tiles_matches_sklearn(kernel, count,
     X = _inputs(rng, n)
     Xq = rng.uniform(-3.0, 3.0, size=(TILE + 40, 2))
     Xq[:2] = X[[3, TILE + 7]]  # query points on training points in two tiles
-    theta = kernel.theta + rng.uniform(-0.3, 0.3, size=kernel.n_dims)
+    theta = random_theta(kernel, rng, 0.3)
     numba_threads(count)
     got = _fast(kernel, X).cross(theta, Xq)
     np.testing.assert_allclose(got, kernel.clone_with_theta(theta)(X, Xq),
@@ -218,16 +214,9 @@ def test_parity_regressor_of_several_tiles_matches_sklearn_at_the_same_theta(
     numba_threads(count)
     ours = GaussianProcessRegressor(kernel, alpha=ALPHA, optimizer=None).fit(X, y)
     theirs = SklearnGPR(kernel, alpha=ALPHA, optimizer=None).fit(X, y)
-    for shift in (0.0, 0.4):
-        theta = kernel.theta + shift * np.array([1.0, -1.0, 0.5, -0.5])
-        value, grad = ours.log_marginal_likelihood(theta, eval_gradient=True)
-        ref_value, ref_grad = theirs.log_marginal_likelihood(theta, eval_gradient=True)
-        np.testing.assert_allclose(value, ref_value, rtol=1e-10)
-        assert_gradient_close(grad, ref_grad, rtol=1e-8)
-    mean, std = ours.predict(Xq, return_std=True)
-    ref_mean, ref_std = theirs.predict(Xq, return_std=True)
-    np.testing.assert_allclose(mean, ref_mean, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(std, ref_std, rtol=1e-8, atol=1e-10)
+    thetas = [kernel.theta + shift * np.array([1.0, -1.0, 0.5, -0.5]) for shift in (0.0, 0.4)]
+    assert_regressor_matches_sklearn(ours, theirs, thetas, Xq, value_rtol=1e-10, std_rtol=1e-8,
+                                     std_atol=1e-10)
     _, cov = ours.predict(Xq[:60], return_cov=True)
     _, ref_cov = theirs.predict(Xq[:60], return_cov=True)
     np.testing.assert_allclose(cov, ref_cov, rtol=1e-8, atol=1e-10)

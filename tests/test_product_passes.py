@@ -3,13 +3,13 @@ against scikit-learn's kernel objects, at sizes of several tiles and on 1
 and 2 Numba threads (the bits must not depend on the count), and the
 fallback backend against the fast one."""
 
-import numba
 import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import (RBF, DotProduct, ExpSineSquared, Matern,
                                               RationalQuadratic, WhiteKernel)
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from conftest import assert_same_bits_on_one_and_two_threads, random_theta
 from fastgp._engine.interpreter import TILE
 from fastgp._backend.covariance import FastCovariance, KernelObjectCovariance, make_covariance
 
@@ -30,7 +30,7 @@ def problem(request):
     kernel = KERNELS[request.param]
     X = rng.uniform(-2.0, 2.0, size=(N, 2))
     X[-1] = X[3]  # a repeated input across tiles: r = 0 off the diagonal
-    theta = kernel.theta + rng.uniform(-0.3, 0.3, size=kernel.n_dims)
+    theta = random_theta(kernel, rng, 0.3)
     covariance = make_covariance(kernel, X)
     assert isinstance(covariance, FastCovariance)
     K, K_gradient = kernel.clone_with_theta(theta)(X, eval_gradient=True)
@@ -104,24 +104,12 @@ def test_fallback_backend_gives_the_same_products(problem):
 
 
 def test_products_do_not_depend_on_the_thread_count(problem):
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("NUMBA_NUM_THREADS < 2 at start-up: one thread count to compare")
     covariance, theta, X, _, _, rng = problem
     V = rng.standard_normal((N, 2))
-
-    def run(count):
-        numba.set_num_threads(count)
-        return (covariance.matmat(theta, V), covariance.dmatmat(theta, V),
-                covariance.grad_bilinear(theta, V, V[:, ::-1], V, 0.5),
-                covariance.cross_matmat(theta, X[:77], V))
-
-    default = numba.get_num_threads()
-    try:
-        one, two = run(1), run(2)
-    finally:
-        numba.set_num_threads(default)
-    for a, b in zip(one, two):
-        np.testing.assert_array_equal(a, b)
+    assert_same_bits_on_one_and_two_threads(lambda: (
+        covariance.matmat(theta, V), covariance.dmatmat(theta, V),
+        covariance.grad_bilinear(theta, V, V[:, ::-1], V, 0.5),
+        covariance.cross_matmat(theta, X[:77], V)))
 
 
 def test_a_block_of_the_wrong_length_is_refused():

@@ -78,6 +78,22 @@ def test_budget_limit_and_timeout_come_from_the_environment(ledger, monkeypatch)
 
 
 # ------------------------------------------------------------------- ledger
+def _fake_available_memory(monkeypatch, nbytes):
+    """The machine's available memory reads ``nbytes`` (source "fake")."""
+    monkeypatch.setattr(memory.reading, "available_memory",
+                        lambda *a, **k: memory.MemoryReading(nbytes, "fake"))
+
+
+def _assert_200_mb_count_until_resident():
+    """With 2000 MB available and a fresh 200 MB reservation: the budget
+    lacks all 200 MB until this process touches 200 MB, then (about) none
+    of them."""
+    assert 1800 * MB <= mb.budget_reading().available <= 1810 * MB  # all 200 MB still to come
+    spent = np.ones(200 * MB // 8)  # touched: resident
+    assert mb.budget_reading().available >= 1990 * MB
+    del spent
+
+
 def test_budget_limit_is_a_ledger_of_live_reservations(ledger, monkeypatch):
     monkeypatch.setenv(mb.LIMIT_ENV, "10MB")
     assert mb.budget_reading().available == 10 * MB
@@ -99,15 +115,9 @@ def test_budget_without_a_limit_counts_only_the_unspent_part_of_reservations(
     # A reservation's memory counts once: unspent, against the available
     # figure, until the reserving process's resident memory has grown by it
     # (then the operating system's figure already lacks it).
-    monkeypatch.setattr(memory.reading, "available_memory",
-                        lambda *a, **k: memory.MemoryReading(2000 * MB, "fake"))
+    _fake_available_memory(monkeypatch, 2000 * MB)
     held = mb.reserve(200 * MB, **BUDGET)
-    before = mb.budget_reading().available
-    assert 1800 * MB <= before <= 1810 * MB  # all 200 MB still to come
-    spent = np.ones(200 * MB // 8)  # touched: resident
-    after = mb.budget_reading().available
-    assert after >= 1990 * MB
-    del spent
+    _assert_200_mb_count_until_resident()
     held.release()
     assert mb.budget_reading().available == 2000 * MB
 
@@ -116,15 +126,12 @@ def test_budget_growth_counts_towards_the_reservations_made_before_it(
         ledger, monkeypatch):
     # growth of the process before a reservation was made does not spend it:
     # a small early reservation absorbs only its own bytes of that growth
-    monkeypatch.setattr(memory.reading, "available_memory",
-                        lambda *a, **k: memory.MemoryReading(2000 * MB, "fake"))
+    _fake_available_memory(monkeypatch, 2000 * MB)
     early = mb.reserve(1 * MB, **BUDGET)
     unrelated = np.ones(150 * MB // 8)  # resident, but no reservation's
     late = mb.reserve(200 * MB, **BUDGET)
-    assert 1800 * MB <= mb.budget_reading().available <= 1810 * MB
-    spent = np.ones(200 * MB // 8)
-    assert mb.budget_reading().available >= 1990 * MB
-    del spent, unrelated
+    _assert_200_mb_count_until_resident()
+    del unrelated
     late.release()
     early.release()
 

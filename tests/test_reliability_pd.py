@@ -112,14 +112,21 @@ def test_pd_sklearn_itself_refuses_the_rank_one_kernel():
         SklearnGPR(RBF(1e5, "fixed"), alpha=0.0, optimizer=None).fit(X, y)
 
 
-def test_pd_noise_bound_at_1e_12_fits_noise_free_data():
-    X, y = _data(25)
+def _fit_with_noise_bound_1e_12(X, y):
+    """A regressor with a WhiteKernel whose noise level may fall to 1e-12 and
+    no alpha, fitted on (X, y) with its convergence and jitter warnings
+    ignored."""
     kernel = C(1.0) * RBF(1.0) + WhiteKernel(1e-3, (1e-12, 1.0))
     gpr = GaussianProcessRegressor(kernel, alpha=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.simplefilter("ignore", JitterWarning)
-        gpr.fit(X, y)
+        return gpr.fit(X, y)
+
+
+def test_pd_noise_bound_at_1e_12_fits_noise_free_data():
+    X, y = _data(25)
+    gpr = _fit_with_noise_bound_1e_12(X, y)
     noise = gpr.kernel_.k2.noise_level
     assert 1e-12 <= noise < 1e-4  # driven towards the bound by noise-free data
     assert np.isfinite(gpr.log_marginal_likelihood_value_)
@@ -130,12 +137,7 @@ def test_pd_noise_bound_at_1e_12_fits_noise_free_data():
 def test_pd_noise_bound_at_1e_12_with_duplicates_fits():
     X, y = _data(15)
     Xd, yd = np.vstack([X, X]), np.concatenate([y, y + 0.01])
-    kernel = C(1.0) * RBF(1.0) + WhiteKernel(1e-3, (1e-12, 1.0))
-    gpr = GaussianProcessRegressor(kernel, alpha=0.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", JitterWarning)
-        gpr.fit(Xd, yd)
+    gpr = _fit_with_noise_bound_1e_12(Xd, yd)
     _assert_consistent(gpr, Xd, yd)
     # the contradiction is explained by noise, of variance about (0.005)^2
     assert gpr.kernel_.k2.noise_level > 1e-6

@@ -40,6 +40,27 @@ def _assert_here(found):
                                                        for w in found]
 
 
+def _regressor():
+    """The regressor the optimiser's warnings are provoked on."""
+    return GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1))
+
+
+def _replace_objective(monkeypatch, replacement):
+    """NegLogMarginalLikelihood.__call__ becomes ``replacement(original,
+    objective, theta)`` for the test, ``original`` being the real one."""
+    original = objective_module.NegLogMarginalLikelihood.__call__
+    monkeypatch.setattr(objective_module.NegLogMarginalLikelihood, "__call__",
+                        lambda objective, theta: replacement(original, objective, theta))
+
+
+def _assert_fit_warns_here(X, y, message):
+    """A fit of :func:`_regressor` on (X, y) warns ConvergenceWarning with
+    ``message`` in one of its warnings, and every one points here."""
+    found = _caught(ConvergenceWarning, lambda: _regressor().fit(X, y))
+    assert any(message in str(w.message) for w in found)
+    _assert_here(found)
+
+
 def test_user_warnings_slow_kernel_points_here():
     X, y = _data()
     kernel = PairwiseKernel(metric="laplacian") + WhiteKernel(0.1)
@@ -73,33 +94,22 @@ def test_user_warnings_iteration_limit_points_here_through_cross_val_score():
 def test_user_warnings_no_finite_point_points_here():
     X = np.array([[0.0], [1e200], [-1e200], [1.0]])
     y = np.array([0.0, 1.0, 2.0, 3.0])
-    found = _caught(ConvergenceWarning, lambda: GaussianProcessRegressor(
-        C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y))
-    assert any("found no point" in str(w.message) for w in found)
-    _assert_here(found)
+    _assert_fit_warns_here(X, y, "found no point")
 
 
 def test_user_warnings_abnormal_termination_points_here(monkeypatch):
-    X, y = _data()
-    original = objective_module.NegLogMarginalLikelihood.__call__
-
-    def flipped(objective, theta):  # the line search cannot descend
+    def flipped(original, objective, theta):  # the line search cannot descend
         value, grad = original(objective, theta)
         return value, -grad
 
-    monkeypatch.setattr(objective_module.NegLogMarginalLikelihood, "__call__", flipped)
-    found = _caught(ConvergenceWarning, lambda: GaussianProcessRegressor(
-        C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y))
-    assert any("stopped without converging" in str(w.message) for w in found)
-    _assert_here(found)
+    _replace_objective(monkeypatch, flipped)
+    _assert_fit_warns_here(*_data(), "stopped without converging")
 
 
 def test_user_warnings_stuck_start_points_here(monkeypatch):
-    X, y = _data()
-    original = objective_module.NegLogMarginalLikelihood.__call__
     start = []
 
-    def wall(objective, theta):  # finite only at the start, gradient outwards
+    def wall(original, objective, theta):  # finite only at the start, gradient outwards
         if not start:
             start.append(np.array(theta))
         if not np.array_equal(theta, start[0]):
@@ -107,31 +117,26 @@ def test_user_warnings_stuck_start_points_here(monkeypatch):
         value, grad = original(objective, theta)
         return value, np.full_like(grad, -1e3)
 
-    monkeypatch.setattr(objective_module.NegLogMarginalLikelihood, "__call__", wall)
-    found = _caught(ConvergenceWarning, lambda: GaussianProcessRegressor(
-        C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y))
-    assert any("every trial step" in str(w.message) for w in found)
-    _assert_here(found)
+    _replace_objective(monkeypatch, wall)
+    _assert_fit_warns_here(*_data(), "every trial step")
 
 
 def test_user_warnings_interrupt_in_a_restart_points_here(monkeypatch):
     X, y = _data()
-    first = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y)
-    original = objective_module.NegLogMarginalLikelihood.__call__
+    first = _regressor().fit(X, y)
     count = []
 
-    def interrupting(objective, theta):
+    def interrupting(original, objective, theta):
         if len(count) == first.n_evaluations_:
             raise KeyboardInterrupt
         count.append(1)
         return original(objective, theta)
 
-    monkeypatch.setattr(objective_module.NegLogMarginalLikelihood, "__call__", interrupting)
+    _replace_objective(monkeypatch, interrupting)
 
     def fit():
         with pytest.raises(KeyboardInterrupt):
-            GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1),
-                                     n_restarts_optimizer=2, random_state=0).fit(X, y)
+            _regressor().set_params(n_restarts_optimizer=2, random_state=0).fit(X, y)
 
     found = _caught(ConvergenceWarning, fit)
     assert any("restart 1" in str(w.message) for w in found)
@@ -140,7 +145,7 @@ def test_user_warnings_interrupt_in_a_restart_points_here(monkeypatch):
 
 def test_user_warnings_negative_variance_points_here(monkeypatch):
     X, y = _data()
-    gpr = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1)).fit(X, y)
+    gpr = _regressor().fit(X, y)
     original = cholesky_solver.predict_mean_var
 
     def negative(*args, **kwargs):

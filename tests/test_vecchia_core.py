@@ -11,6 +11,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor as SkGPR
 from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from conftest import random_theta
 from fastgp._engine import vecchia_passes as vp
 from fastgp._engine.config import parallel_region
 from fastgp._solvers.vecchia import neighbours as nb
@@ -44,6 +45,21 @@ def _problem(rng, n, n_targets=1, d=2):
     Y = np.column_stack([(k + 1.0) * f + k + 0.1 * rng.standard_normal(n)
                          for k in range(n_targets)])
     return X, Y
+
+
+def _maxmin_sets(X, m):
+    """The maxmin ordering of X (n, d) and each position's conditioning set
+    of up to m nearest earlier points: perm (n,), nbrs (n, m)."""
+    perm = od.maxmin_order(X)
+    return perm, nb.ordered_neighbours(X, perm, m)
+
+
+def _maxmin_problem(rng, n, n_targets, m, d=2):
+    """:func:`_problem` (rng, n, n_targets, d) and its :func:`_maxmin_sets`
+    (m): X (n, d), Y (n, n_targets), perm (n,), nbrs (n, m)."""
+    X, Y = _problem(rng, n, n_targets, d=d)
+    perm, nbrs = _maxmin_sets(X, m)
+    return X, Y, perm, nbrs
 
 
 def _engine_nll(kernel, X, Y, diag_add, perm, nbrs, theta=None, want_grad=True, packed=None):
@@ -90,9 +106,7 @@ def test_nll_and_gradient_equal_dense_reference(rng, name, m, n_targets):
 
 def test_three_length_scales(rng):
     kernel = C(1.1) * RBF([0.6, 1.2, 2.0]) + WhiteKernel(0.05)
-    X, Y = _problem(rng, 60, 2, d=3)
-    perm = od.maxmin_order(X)
-    nbrs = nb.ordered_neighbours(X, perm, 5)
+    X, Y, perm, nbrs = _maxmin_problem(rng, 60, 2, 5, d=3)
     expected = ref.vecchia_nll_grad_dense(kernel, X, Y, 1e-2, perm, nbrs)
     value, grad, _ = _engine_nll(kernel, X, Y, np.full(len(X), 1e-2), perm, nbrs)
     _assert_rel(value, expected[0], 1e-10)
@@ -102,11 +116,9 @@ def test_three_length_scales(rng):
 @pytest.mark.parametrize("name", ["C*Matern32+White", "RBF-ard", "C*Dot+RBF+White"])
 def test_gradient_equals_central_differences(rng, name):
     kernel = KERNELS[name]
-    X, Y = _problem(rng, 50, 2)
-    perm = od.maxmin_order(X)
-    nbrs = nb.ordered_neighbours(X, perm, 6)
+    X, Y, perm, nbrs = _maxmin_problem(rng, 50, 2, 6)
     alpha = np.full(len(X), 1e-2)
-    theta = kernel.theta + rng.uniform(-0.3, 0.3, size=kernel.n_dims)
+    theta = random_theta(kernel, rng, 0.3)
     _, grad, _ = _engine_nll(kernel, X, Y, alpha, perm, nbrs, theta)
     h = 1e-5
     fd = np.empty_like(grad)
@@ -125,8 +137,7 @@ def test_every_earlier_point_as_neighbour_is_the_exact_gp(rng, name, n_targets):
     kernel = KERNELS[name]
     X, Y = _problem(rng, 40, n_targets)
     n = len(X)
-    perm = od.maxmin_order(X)
-    nbrs = nb.ordered_neighbours(X, perm, n - 1)
+    perm, nbrs = _maxmin_sets(X, n - 1)
     alpha = rng.uniform(1e-3, 5e-2, size=n)
     gpr = SkGPR(kernel, alpha=alpha, optimizer=None).fit(X, Y if n_targets > 1 else Y[:, 0])
     lml, lml_grad = gpr.log_marginal_likelihood(kernel.theta, eval_gradient=True)
@@ -137,9 +148,7 @@ def test_every_earlier_point_as_neighbour_is_the_exact_gp(rng, name, n_targets):
 
 def test_value_alone_equals_value_with_gradient(rng):
     kernel = KERNELS["C*Matern32+White"]
-    X, Y = _problem(rng, 70)
-    perm = od.maxmin_order(X)
-    nbrs = nb.ordered_neighbours(X, perm, 5)
+    X, Y, perm, nbrs = _maxmin_problem(rng, 70, 1, 5)
     alpha = np.full(len(X), 1e-3)
     with_grad = _engine_nll(kernel, X, Y, alpha, perm, nbrs)
     alone = _engine_nll(kernel, X, Y, alpha, perm, nbrs, want_grad=False)
@@ -152,9 +161,7 @@ def test_value_alone_equals_value_with_gradient(rng):
 @pytest.mark.parametrize("name", ["C*Matern32+White", "RBF-ard", "Matern12"])
 def test_packed_and_column_tiles_give_the_same_bits(rng, name):
     kernel = KERNELS[name]
-    X, Y = _problem(rng, 300, 2)
-    perm = od.maxmin_order(X)
-    nbrs = nb.ordered_neighbours(X, perm, 9)
+    X, Y, perm, nbrs = _maxmin_problem(rng, 300, 2, 9)
     alpha = np.full(len(X), 1e-3)
     packed = _engine_nll(kernel, X, Y, alpha, perm, nbrs, packed=True)
     columns = _engine_nll(kernel, X, Y, alpha, perm, nbrs, packed=False)
@@ -166,9 +173,7 @@ def test_same_bits_on_one_and_two_threads(rng):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("Numba has one thread here")
     kernel = KERNELS["C*Matern32+White"]
-    X, Y = _problem(rng, 3000, 2)
-    perm = od.maxmin_order(X)
-    nbrs = nb.ordered_neighbours(X, perm, 12)
+    X, Y, perm, nbrs = _maxmin_problem(rng, 3000, 2, 12)
     alpha = np.full(len(X), 1e-4)
     assert vp.position_blocks(len(X)).size - 1 == vp.VECCHIA_BLOCKS
     before = numba.get_num_threads()
@@ -186,9 +191,7 @@ def test_same_bits_on_one_and_two_threads(rng):
 
 def test_spatial_layout_keeps_the_value(rng):
     kernel = KERNELS["C*RBF-ard+White"]
-    X, Y = _problem(rng, 500, 2)
-    perm = od.maxmin_order(X)
-    nbrs = nb.ordered_neighbours(X, perm, 8)
+    X, Y, perm, nbrs = _maxmin_problem(rng, 500, 2, 8)
     alpha = rng.uniform(1e-3, 1e-2, size=len(X))
     plain = _engine_nll(kernel, X, Y, alpha, perm, nbrs)
     layout = nb.SpatialLayout(X, perm, nbrs)
@@ -203,8 +206,7 @@ def test_non_positive_definite_block_is_flagged(rng):
     X, Y = _problem(rng, 80)
     X[40:] = X[:40]  # every point twice
     kernel = C(1.0) * RBF(0.7)  # no WhiteKernel, no nugget
-    perm = od.maxmin_order(X)
-    nbrs = nb.ordered_neighbours(X, perm, 4)
+    perm, nbrs = _maxmin_sets(X, 4)
     for packed in (True, False):
         value, grad, n_bad = _engine_nll(kernel, X, Y, np.zeros(len(X)), perm, nbrs,
                                          packed=packed)

@@ -8,6 +8,7 @@ pandas). A message names the file, the column and the line, so that
 import csv
 import math
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,6 +27,7 @@ class TableError(ValueError):
     why and where."""
 
 
+@dataclass(eq=False)
 class Table:
     """A CSV file's header and rows, as strings.
 
@@ -40,10 +42,9 @@ class Table:
         1 when it is the first line) and its cells.
     """
 
-    def __init__(self, path, columns, rows):
-        self.path = path
-        self.columns = columns
-        self.rows = rows
+    path: str
+    columns: list
+    rows: list
 
     @property
     def n_rows(self):

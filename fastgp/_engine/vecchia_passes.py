@@ -258,6 +258,78 @@ def _factor_block(A, n_s, Ys, T):
     return A[last, last]
 
 
+@jit
+def _values_scratch(engine, packed, ops, op_float, params, theta_of_param, stack_depth, d, T,
+                    m):
+    """What the one-block-at-a-time workers (:func:`_predict_block`,
+    :func:`_weights_block`) hold for blocks of up to m + 1 points, kernel
+    values only (VALUES mode): (kdiag, V, G, D1, D2, Wk, Xs, Ys, A, P, Z, Kv,
+    dKs, dKd). kdiag is k(x, x) (:func:`_kernel_diagonal`) where ``packed``,
+    else 0.0 (unused); V .. Wk the interpreter's scratch (allocate_scratch);
+    Xs (d, m + 1), Ys (T, m + 1), A (m + 1, m + 1), P (d, TILE), the zero
+    column Z (d, 1), Kv (max(m (m + 1) / 2, 1),); dKs (1, 1) and
+    dKd (1, m + 1), the theta-derivative outputs VALUES mode leaves unused."""
+    V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
+    mp1 = m + 1
+    n_e_max = (mp1 * m) // 2
+    Xs = np.empty((d, mp1))
+    Ys = np.empty((T, mp1))
+    A = np.empty((mp1, mp1))
+    P = np.empty((d, TILE))
+    Z = np.zeros((d, 1))
+    Kv = np.empty(max(n_e_max, 1))
+    dKs = np.empty((1, 1))
+    dKd = np.empty((1, mp1))
+    kdiag = 0.0
+    if packed:
+        kdiag = _kernel_diagonal(engine, Z, ops, op_float, params, theta_of_param,
+                                 np.int64(VALUES), V, G, D1, D2, Wk)
+    return kdiag, V, G, D1, D2, Wk, Xs, Ys, A, P, Z, Kv, dKs, dKd
+
+
+@jit(_nrt=False)
+def _kernel_diagonal(engine, Z, ops, op_float, params, theta_of_param, mode, V, G, D1, D2,
+                     Wk):
+    """k(x, x) of a stationary program, the same for every x (module
+    docstring): one tile of length 1 at the zero column Z (d, 1), diag_t = 0
+    (WhiteKernel included). With D_THETA its theta-derivatives are left in
+    G[:, 0]."""
+    call_eval_tile(engine, Z, np.int64(0), np.int64(1), Z, np.int64(0), np.int64(0),
+                   ops, op_float, params, theta_of_param, mode, V, G, D1, D2, Wk)
+    return V[0, 0]
+
+
+@jit(_nrt=False)
+def _gather_set(X, Y, nbrs, row, n_c, Xs, Ys):
+    """The conditioning set of ``row`` into the block's first n_c slots:
+    Xs[:, a] = X[:, nbrs[row, a]] (Xs (d, m + 1), X (d, N)) and Ys[:, a] =
+    Y[nbrs[row, a], :] (Ys (T, m + 1), Y (N, T)) for a < n_c."""
+    for a in range(n_c):
+        idx = nbrs[row, a]
+        for k in range(X.shape[0]):
+            Xs[k, a] = X[k, idx]
+        for q in range(Y.shape[1]):
+            Ys[q, a] = Y[idx, q]
+
+
+@jit(_nrt=False)
+def _block_values(engine, Xs, n_s, packed, kdiag, Z, P, Kv, ops, op_float, params,
+                  theta_of_param, V, G, D1, D2, Wk, A, dKs, dKd):
+    """The block's kernel values (VALUES mode: no theta-derivatives),
+    A[j, i] = k(x_i, x_j) for i >= j: by packed tiles (:func:`_block_packed`)
+    with the diagonal kdiag (:func:`_values_scratch`) where ``packed``, else
+    by column tiles (:func:`_block_columns`); the arrays as theirs."""
+    mode = np.int64(VALUES)
+    if packed:
+        _block_packed(engine, Xs, n_s, Z, P, Kv, ops, op_float, params,
+                      theta_of_param, mode, np.int64(0), V, G, D1, D2, Wk, A, dKs)
+        for a in range(n_s):
+            A[a, a] = kdiag
+    else:
+        _block_columns(engine, Xs, n_s, ops, op_float, params, theta_of_param, mode,
+                       np.int64(0), V, G, D1, D2, Wk, A, dKs, dKd)
+
+
 # ---------------------------------------------------------------- batches
 #
 # The likelihood pass works on batches of LANES points with the same |s|, in
@@ -285,10 +357,43 @@ _LANE_VECTOR = ir.VectorType(ir.DoubleType(), LANES)
 _SET, _ADD, _SUB = 0, 1, 2
 
 
-def _lane_args_ok(arrays, integers):
+def _lanes_signature(name, args, arrays):
+    """``types.void(*args)`` of the lanes intrinsic ``name``, whose arguments
+    at the positions ``arrays`` must be 1-D float64 C arrays and all others
+    integers (offsets, strides, counts); TypingError otherwise."""
     array = types.Array(types.float64, 1, "C")
-    return all(a == array for a in arrays) and all(
-        isinstance(types.unliteral(x), types.Integer) for x in integers)
+    for k, arg in enumerate(args):
+        if not (arg == array if k in arrays else
+                isinstance(types.unliteral(arg), types.Integer)):
+            raise errors.TypingError(
+                f"{name}: float64 1-D C arrays and integer offsets expected, got {args}")
+    return types.void(*args)
+
+
+def _lane_operands(context, builder, signature, args, arrays):
+    """What a lanes intrinsic's codegen reads its arguments as: the data
+    pointers of the array arguments at the positions ``arrays``, the other
+    (integer) arguments as int64, each in argument order, and ``at(base,
+    offset)``, the pointer to the LANES-vector at element ``offset`` of a data
+    pointer."""
+    vptr = _LANE_VECTOR.as_pointer()
+    pointers = [context.make_array(signature.args[k])(context, builder, args[k]).data
+                for k in arrays]
+    integers = [context.cast(builder, args[k], signature.args[k], types.int64)
+                for k in range(len(args)) if k not in arrays]
+
+    def at(base, offset):
+        return builder.bitcast(builder.gep(base, [offset], inbounds=True), vptr)
+
+    return pointers, integers, at
+
+
+def _lane_fma(builder):
+    """LLVM's fused multiply-add of three LANES-vectors (``llvm.fma.v8f64``),
+    declared in the builder's module."""
+    return cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(_LANE_VECTOR, [_LANE_VECTOR] * 3),
+        "llvm.fma.v%df64" % LANES)
 
 
 def _lanes_intrinsic(kind, doc):
@@ -297,35 +402,19 @@ def _lanes_intrinsic(kind, doc):
     : + LANES], S = src[s0 + u ss : + LANES], F = f[f0 : f0 + LANES] (read
     once, before the loop):  D = F S (SET), D = D + F S (ADD, one fused
     multiply-add), D = D - F S (SUB, fma(-F, S, D))."""
+    name = ("lanes_set", "lanes_add", "lanes_sub")[kind]
 
     def typer(typingctx, dst, d0, ds, src, s0, ss, f, f0, count):
-        if not _lane_args_ok((dst, src, f), (d0, ds, s0, ss, f0, count)):
-            raise errors.TypingError(
-                "lanes operation: float64 1-D C arrays and integer offsets expected, got "
-                f"{(dst, d0, ds, src, s0, ss, f, f0, count)}")
-        sig = types.void(dst, d0, ds, src, s0, ss, f, f0, count)
+        sig = _lanes_signature(name, (dst, d0, ds, src, s0, ss, f, f0, count), (0, 3, 6))
 
         def codegen(context, builder, signature, args):
-            vptr = _LANE_VECTOR.as_pointer()
             i64 = ir.IntType(64)
-
-            def data(k):
-                return context.make_array(signature.args[k])(context, builder, args[k]).data
-
-            def index(k):
-                return context.cast(builder, args[k], signature.args[k], types.int64)
-
-            def at(base, offset):
-                return builder.bitcast(builder.gep(base, [offset], inbounds=True), vptr)
-
-            pd, ps, pf = data(0), data(3), data(6)
-            d0v, dsv, s0v, ssv, f0v, cnt = (index(k) for k in (1, 2, 4, 5, 7, 8))
+            (pd, ps, pf), (d0v, dsv, s0v, ssv, f0v, cnt), at = _lane_operands(
+                context, builder, signature, args, (0, 3, 6))
             fv = builder.load(at(pf, f0v), align=8)
             if kind == _SUB:
                 fv = builder.fneg(fv)
-            fma = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(_LANE_VECTOR, [_LANE_VECTOR] * 3),
-                "llvm.fma.v%df64" % LANES)
+            fma = _lane_fma(builder)
             with cgutils.for_range(builder, cnt, intp=i64) as loop:
                 u = loop.index
                 dp = at(pd, builder.add(d0v, builder.mul(u, dsv)))
@@ -339,7 +428,7 @@ def _lanes_intrinsic(kind, doc):
 
         return sig, codegen
 
-    typer.__name__ = ("lanes_set", "lanes_add", "lanes_sub")[kind]
+    typer.__name__ = name
     typer.__doc__ = doc
     return intrinsic(typer)
 
@@ -355,25 +444,11 @@ def lanes_diff(typingctx, dst, d0, ds, a, a0, as_, b, b0, count):
     """For u < count: dst[d0 + u ds : + LANES] = a[a0 + u as_ : + LANES] -
     b[b0 : b0 + LANES] (B read once, before the loop), on 1-D float64 C
     arrays with int64 offsets."""
-    if not _lane_args_ok((dst, a, b), (d0, ds, a0, as_, b0, count)):
-        raise errors.TypingError(f"lanes_diff: float64 1-D C arrays and integer offsets "
-                                 f"expected, got {(dst, d0, ds, a, a0, as_, b, b0, count)}")
-    sig = types.void(dst, d0, ds, a, a0, as_, b, b0, count)
+    sig = _lanes_signature("lanes_diff", (dst, d0, ds, a, a0, as_, b, b0, count), (0, 3, 6))
 
     def codegen(context, builder, signature, args):
-        vptr = _LANE_VECTOR.as_pointer()
-
-        def data(k):
-            return context.make_array(signature.args[k])(context, builder, args[k]).data
-
-        def index(k):
-            return context.cast(builder, args[k], signature.args[k], types.int64)
-
-        def at(base, offset):
-            return builder.bitcast(builder.gep(base, [offset], inbounds=True), vptr)
-
-        pd, pa, pb = data(0), data(3), data(6)
-        d0v, dsv, a0v, asv, b0v, cnt = (index(k) for k in (1, 2, 4, 5, 7, 8))
+        (pd, pa, pb), (d0v, dsv, a0v, asv, b0v, cnt), at = _lane_operands(
+            context, builder, signature, args, (0, 3, 6))
         bv = builder.load(at(pb, b0v), align=8)
         with cgutils.for_range(builder, cnt, intp=ir.IntType(64)) as loop:
             u = loop.index
@@ -396,29 +471,14 @@ def lanes_dot_add(typingctx, acc, c0, a, a0, as_, b, b0, bs, count):
     offsets. The sum runs in _DOT_PARTS = 4 partial sums (u mod 4, each in
     the order of u, by fused multiply-adds), added as (s0 + s1) + (s2 + s3)
     and then to acc: a fixed order, the same on every call and thread."""
-    if not _lane_args_ok((acc, a, b), (c0, a0, as_, b0, bs, count)):
-        raise errors.TypingError(f"lanes_dot_add: float64 1-D C arrays and integer offsets "
-                                 f"expected, got {(acc, c0, a, a0, as_, b, b0, bs, count)}")
-    sig = types.void(acc, c0, a, a0, as_, b, b0, bs, count)
+    sig = _lanes_signature("lanes_dot_add", (acc, c0, a, a0, as_, b, b0, bs, count),
+                           (0, 2, 5))
 
     def codegen(context, builder, signature, args):
-        vptr = _LANE_VECTOR.as_pointer()
         i64 = ir.IntType(64)
-
-        def data(k):
-            return context.make_array(signature.args[k])(context, builder, args[k]).data
-
-        def index(k):
-            return context.cast(builder, args[k], signature.args[k], types.int64)
-
-        def at(base, offset):
-            return builder.bitcast(builder.gep(base, [offset], inbounds=True), vptr)
-
-        pc, pa, pb = data(0), data(2), data(5)
-        c0v, a0v, asv, b0v, bsv, cnt = (index(k) for k in (1, 3, 4, 6, 7, 8))
-        fma = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(_LANE_VECTOR, [_LANE_VECTOR] * 3),
-            "llvm.fma.v%df64" % LANES)
+        (pc, pa, pb), (c0v, a0v, asv, b0v, bsv, cnt), at = _lane_operands(
+            context, builder, signature, args, (0, 2, 5))
+        fma = _lane_fma(builder)
         zero = ir.Constant(_LANE_VECTOR, [0.0] * LANES)
         parts = [cgutils.alloca_once_value(builder, zero) for _ in range(_DOT_PARTS)]
         four = ir.Constant(i64, _DOT_PARTS)
@@ -781,9 +841,8 @@ def _likelihood_block(engine, X, Y, diag_add, perm, nbrs, ops, op_float, params,
     Z = np.zeros((d, 1))
     kdiag = 0.0
     if packed:  # k(x, x) and its derivatives: the same for every x
-        call_eval_tile(engine, Z, np.int64(0), np.int64(1), Z, np.int64(0), np.int64(0),
-                       ops, op_float, params, theta_of_param, mode, V, G, D1, D2, Wk)
-        kdiag = V[0, 0]
+        kdiag = _kernel_diagonal(engine, Z, ops, op_float, params, theta_of_param, mode,
+                                 V, G, D1, D2, Wk)
         for p in range(n_rows):
             for u in range(mp1 * LANES):
                 dKd[p, u] = G[p, 0]
@@ -895,46 +954,19 @@ def _predict_block(engine, X, Xq, Y, diag_add, nbrs, ops, op_float, params, thet
     d = X.shape[0]
     T = Y.shape[1]
     m = nbrs.shape[1]
-    mp1 = m + 1
-    n_e_max = (mp1 * m) // 2
-    mode = np.int64(VALUES)
-    V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
-    Xs = np.empty((d, mp1))
-    Ys = np.empty((T, mp1))
-    A = np.empty((mp1, mp1))
-    P = np.empty((d, TILE))
-    Z = np.zeros((d, 1))
-    Kv = np.empty(max(n_e_max, 1))
-    dKs = np.empty((1, 1))
-    dKd = np.empty((1, mp1))
-    kdiag = 0.0
-    if packed:
-        call_eval_tile(engine, Z, np.int64(0), np.int64(1), Z, np.int64(0), np.int64(0),
-                       ops, op_float, params, theta_of_param, mode, V, G, D1, D2, Wk)
-        kdiag = V[0, 0]
+    kdiag, V, G, D1, D2, Wk, Xs, Ys, A, P, Z, Kv, dKs, dKd = _values_scratch(
+        engine, packed, ops, op_float, params, theta_of_param, stack_depth, d, T, m)
     bad = 0
     for c in range(start, end):
-        n_c = 0
-        while n_c < m and nbrs[c, n_c] >= 0:
-            idx = nbrs[c, n_c]
-            for k in range(d):
-                Xs[k, n_c] = X[k, idx]
-            for q in range(T):
-                Ys[q, n_c] = Y[idx, q]
-            n_c += 1
+        n_c = _set_size(nbrs, c, m)
+        _gather_set(X, Y, nbrs, c, n_c, Xs, Ys)
         for k in range(d):
             Xs[k, n_c] = Xq[k, c]
         for q in range(T):
             Ys[q, n_c] = 0.0  # leaves -mean in the last slot
         n_s = n_c + 1
-        if packed:
-            _block_packed(engine, Xs, n_s, Z, P, Kv, ops, op_float, params,
-                          theta_of_param, mode, np.int64(0), V, G, D1, D2, Wk, A, dKs)
-            for a in range(n_s):
-                A[a, a] = kdiag
-        else:
-            _block_columns(engine, Xs, n_s, ops, op_float, params, theta_of_param, mode,
-                           np.int64(0), V, G, D1, D2, Wk, A, dKs, dKd)
+        _block_values(engine, Xs, n_s, packed, kdiag, Z, P, Kv, ops, op_float, params,
+                      theta_of_param, V, G, D1, D2, Wk, A, dKs, dKd)
         for a in range(n_c):  # the nugget on the training diagonal only
             A[a, a] += diag_add[nbrs[c, a]]
         var = _factor_block(A, n_s, Ys, T)
@@ -980,47 +1012,21 @@ def _weights_block(engine, X, Y, diag_add, perm, nbrs, ops, op_float, params, th
     d = X.shape[0]
     T = Y.shape[1]
     m = nbrs.shape[1]
-    mp1 = m + 1
-    n_e_max = (mp1 * m) // 2
-    mode = np.int64(VALUES)
-    V, G, D1, D2, Wk = allocate_scratch(stack_depth, 0, 0)
-    Xs = np.empty((d, mp1))
-    Ys = np.empty((T, mp1))
-    A = np.empty((mp1, mp1))
-    P = np.empty((d, TILE))
-    Z = np.zeros((d, 1))
-    Kv = np.empty(max(n_e_max, 1))
-    dKs = np.empty((1, 1))
-    dKd = np.empty((1, mp1))
-    b = np.empty(mp1)
-    kdiag = 0.0
-    if packed:
-        call_eval_tile(engine, Z, np.int64(0), np.int64(1), Z, np.int64(0), np.int64(0),
-                       ops, op_float, params, theta_of_param, mode, V, G, D1, D2, Wk)
-        kdiag = V[0, 0]
+    kdiag, V, G, D1, D2, Wk, Xs, Ys, A, P, Z, Kv, dKs, dKd = _values_scratch(
+        engine, packed, ops, op_float, params, theta_of_param, stack_depth, d, T, m)
+    b = np.empty(m + 1)
     bad = 0
     for i in range(start, end):
         n_c = _set_size(nbrs, i, m)
-        for a in range(n_c):
-            idx = nbrs[i, a]
-            for k in range(d):
-                Xs[k, a] = X[k, idx]
-            for q in range(T):
-                Ys[q, a] = Y[idx, q]
+        _gather_set(X, Y, nbrs, i, n_c, Xs, Ys)
         p = perm[i]
         for k in range(d):
             Xs[k, n_c] = X[k, p]
         for q in range(T):
             Ys[q, n_c] = Y[p, q]
         n_s = n_c + 1
-        if packed:
-            _block_packed(engine, Xs, n_s, Z, P, Kv, ops, op_float, params,
-                          theta_of_param, mode, np.int64(0), V, G, D1, D2, Wk, A, dKs)
-            for a in range(n_s):
-                A[a, a] = kdiag
-        else:
-            _block_columns(engine, Xs, n_s, ops, op_float, params, theta_of_param, mode,
-                           np.int64(0), V, G, D1, D2, Wk, A, dKs, dKd)
+        _block_values(engine, Xs, n_s, packed, kdiag, Z, P, Kv, ops, op_float, params,
+                      theta_of_param, V, G, D1, D2, Wk, A, dKs, dKd)
         for a in range(n_c):
             A[a, a] += diag_add[nbrs[i, a]]
         A[n_c, n_c] += diag_add[p]
@@ -1167,8 +1173,9 @@ def _c_array(a, dtype):
     return np.require(np.asarray(a, dtype=dtype), dtype, ["C", "W"])
 
 
-def _rows_arguments(X, Y, diag_add, perm, nbrs):
-    """The passes' row arrays as their one compiled type each."""
+def _float_arguments(X, Y, diag_add):
+    """X (d, N), Y (N, T) (a 1-D Y as one column) and diag_add broadcast to
+    (N,), as the passes' float64 C arrays."""
     X = _c_array(X, np.float64)
     Y = _c_array(Y, np.float64)
     if Y.ndim == 1:
@@ -1176,11 +1183,27 @@ def _rows_arguments(X, Y, diag_add, perm, nbrs):
     n = X.shape[1]
     diag_add = _c_array(np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (n,)),
                         np.float64)
+    return X, Y, diag_add
+
+
+def _rows_arguments(X, Y, diag_add, perm, nbrs):
+    """The passes' row arrays as their one compiled type each."""
+    X, Y, diag_add = _float_arguments(X, Y, diag_add)
     perm = _c_array(perm, np.int64)
     nbrs = _c_array(nbrs, np.int64)
     if nbrs.ndim != 2 or nbrs.shape[0] != perm.shape[0]:
         raise ValueError(f"nbrs must have shape ({perm.shape[0]}, m), not {nbrs.shape}")
     return X, Y, diag_add, perm, nbrs
+
+
+def _block_bounds(n_rows, blocks):
+    """The boundaries (last - first + 1,) int64 of the position blocks
+    ``blocks`` = (first, last) of :func:`position_blocks` (n_rows); all of
+    them where ``blocks`` is None."""
+    bounds = position_blocks(n_rows)
+    if blocks is not None:
+        bounds = np.ascontiguousarray(bounds[blocks[0]:blocks[1] + 1])
+    return bounds
 
 
 def vecchia_partials(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta_of_param,
@@ -1204,9 +1227,7 @@ def vecchia_partials(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta_of
     if packed is None:
         packed = is_stationary(ops)
     n_eval = int(n_theta) if want_grad else 0
-    bounds = position_blocks(perm.shape[0])
-    if blocks is not None:
-        bounds = np.ascontiguousarray(bounds[blocks[0]:blocks[1] + 1])
+    bounds = _block_bounds(perm.shape[0], blocks)
     partial = np.empty((bounds.size - 1, 1 + n_eval))
     flags = np.empty(bounds.size - 1, dtype=np.int64)
     vecchia_pass(vecchia_table(ops), X, Y, diag_add, perm, nbrs, ops, op_float,
@@ -1249,9 +1270,7 @@ def vecchia_weight_rows(X, Y, diag_add, perm, nbrs, ops, op_float, params, theta
     X, Y, diag_add, perm, nbrs = _rows_arguments(X, Y, diag_add, perm, nbrs)
     if packed is None:
         packed = is_stationary(ops)
-    bounds = position_blocks(perm.shape[0])
-    if blocks is not None:
-        bounds = np.ascontiguousarray(bounds[blocks[0]:blocks[1] + 1])
+    bounds = _block_bounds(perm.shape[0], blocks)
     rows = slice(int(bounds[0]), int(bounds[-1]))
     b = np.empty(nbrs.shape)
     v = np.empty(perm.shape[0])
@@ -1293,14 +1312,8 @@ def vecchia_predict(X, X_query, Y, diag_add, nbrs, ops, op_float, params, theta_
     training points X (d, N) (:func:`vecchia_predict_pass`). Returns
     (mean, var, n_bad); NaN rows where the neighbours' block was not
     positive definite."""
-    X = _c_array(X, np.float64)
+    X, Y, diag_add = _float_arguments(X, Y, diag_add)
     Xq = _c_array(X_query, np.float64)
-    Y = _c_array(Y, np.float64)
-    if Y.ndim == 1:
-        Y = Y.reshape(-1, 1)
-    n = X.shape[1]
-    diag_add = _c_array(np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (n,)),
-                        np.float64)
     nbrs = _c_array(nbrs, np.int64)
     nq = Xq.shape[1]
     if nbrs.ndim != 2 or nbrs.shape[0] != nq:

@@ -280,6 +280,23 @@ def _holders(entries):
     return ", ".join(f"pid {pid} ({format_bytes(n)})" for pid, n in sorted(by_pid.items()))
 
 
+def _ledger_reading(after_release, unavailable):
+    """A :class:`~fastgp.memory.MemoryReading` from the ledger, its source
+    naming the reservations' holders: the bytes a new operation may use now
+    (``after_release`` False), or once every other fit released its
+    reservations (True). ``unavailable()`` answers where there is no ledger
+    to use; None where nothing can be read."""
+    try:
+        entries, state = _read_ledger()
+    except LedgerUnavailable:
+        return unavailable()
+    if state is None:
+        return None
+    free, source, capacity = state
+    return MemoryReading(max(0, int(capacity if after_release else free)),
+                         _with_reservations(source, entries))
+
+
 def budget_reading():
     """The memory a new operation may use now on this machine.
 
@@ -292,14 +309,7 @@ def budget_reading():
         Bytes and where they were read (the holders named); None where
         nothing can be read.
     """
-    try:
-        entries, state = _read_ledger()
-    except LedgerUnavailable:
-        return _own_view()
-    if state is None:
-        return None
-    free, source, _ = state
-    return MemoryReading(max(0, int(free)), _with_reservations(source, entries))
+    return _ledger_reading(False, _own_view)
 
 
 def budget_capacity():
@@ -312,14 +322,7 @@ def budget_capacity():
     fastgp.memory.MemoryReading or None
         As :func:`budget_reading`; None where nothing can be read.
     """
-    try:
-        entries, state = _read_ledger()
-    except LedgerUnavailable:
-        return budget_reading()
-    if state is None:
-        return None
-    _, source, capacity = state
-    return MemoryReading(max(0, int(capacity)), _with_reservations(source, entries))
+    return _ledger_reading(True, budget_reading)
 
 
 def _with_reservations(source, entries):

@@ -13,6 +13,9 @@ concatenates the blocks' partial sums in block order and sums them as the
 in-process pass does: a cluster fit gives the in-process fit's bits.
 """
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from ..workers import TaskDispatcher, tasks_on_workers
@@ -23,17 +26,18 @@ __all__ = ["VecchiaRows", "VecchiaSums", "TASKS"]
 TASKS = 8
 
 
+@dataclass(eq=False)
 class VecchiaRows:
     """What a Vecchia pass reads: the backend over the relabelled training
     inputs (n, d), the targets Y (n, T) and alpha (n,) in the same labels,
-    and each row's point (r,) and conditioning set (r, m)."""
+    and each row's point (r,) and conditioning set (r, m). Compared by
+    identity (its fields are arrays)."""
 
-    def __init__(self, covariance, Y, diag_add, points, neighbours):
-        self.covariance = covariance
-        self.Y = Y
-        self.diag_add = diag_add
-        self.points = points
-        self.neighbours = neighbours
+    covariance: Any
+    Y: np.ndarray
+    diag_add: np.ndarray
+    points: np.ndarray
+    neighbours: np.ndarray
 
     @property
     def n_samples(self):
