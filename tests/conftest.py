@@ -208,8 +208,10 @@ def machine_blas_threads(single_threaded_blas):
 
 @pytest.fixture
 def counted_threads(monkeypatch):
-    """The Numba thread counts the fill ran on during a test (a set), with
-    fastgp's per-evaluation thread policy off (the user's count throughout)."""
+    """The Numba thread counts the passes ran on during a test (a set): the
+    fill, the matrix-free product and Vecchia's terms, whichever the solver
+    runs; with fastgp's per-evaluation thread policy off (the user's count
+    throughout)."""
     import numba
 
     from fastgp._backend.covariance import FastCovariance
@@ -217,14 +219,35 @@ def counted_threads(monkeypatch):
 
     monkeypatch.setenv(ADAPTIVE_ENV, "0")
     seen = set()
-    original = FastCovariance.fill_lower
 
-    def spy(self, *args):
-        seen.add(numba.get_num_threads())
-        return original(self, *args)
+    def spy_on(name):
+        original = getattr(FastCovariance, name)
 
-    monkeypatch.setattr(FastCovariance, "fill_lower", spy)
+        def spy(self, *args, **kwargs):
+            seen.add(numba.get_num_threads())
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(FastCovariance, name, spy)
+
+    for name in ("fill_lower", "matmat", "vecchia_partials"):
+        spy_on(name)
     return seen
+
+
+@pytest.fixture
+def numba_threads(request):
+    """Set Numba's thread count (this Python thread's); restores it after.
+    Skips only a test whose ``count`` exceeds NUMBA_NUM_THREADS (fixed at
+    start-up): with one thread there, the one-thread comparisons still run."""
+    import numba
+
+    count = request.node.callspec.params["count"]
+    if count > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip(f"NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS}: this case "
+                    f"runs {count} Numba threads")
+    before = numba.get_num_threads()
+    yield numba.set_num_threads
+    numba.set_num_threads(before)
 
 
 @pytest.fixture

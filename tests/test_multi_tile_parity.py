@@ -23,7 +23,6 @@ run on one. A spy checks the count the passes ran on.
 
 import warnings
 
-import numba
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
@@ -65,20 +64,6 @@ def test_parity_sizes_span_several_tiles_above_the_serial_threshold():
     # multi-tile path runs
     for n in N_TILES:
         assert n > 2 * TILE and n % TILE and n >= SERIAL_BELOW
-
-
-@pytest.fixture
-def numba_threads(request):
-    """Set Numba's thread count (this Python thread's); restores it after.
-    Skips only a test whose ``count`` exceeds NUMBA_NUM_THREADS (fixed at
-    start-up): with one thread there, the one-thread comparisons still run."""
-    count = request.node.callspec.params["count"]
-    if count > numba.config.NUMBA_NUM_THREADS:
-        pytest.skip(f"NUMBA_NUM_THREADS={numba.config.NUMBA_NUM_THREADS}: this case "
-                    f"runs {count} Numba threads")
-    before = numba.get_num_threads()
-    yield numba.set_num_threads
-    numba.set_num_threads(before)
 
 
 def _inputs(rng, n, d=2):
