@@ -343,7 +343,7 @@ class LowRankConformance:
     probes, differentiating neither the probes nor P (docs/design.md, "The
     matrix-free path", "What the optimiser sees"; Gardner et al. 2018). At
     rank 4 on CASES the fixed-probe gradient and those differences differ by
-    up to 30 % of the gradient's largest component (measured). What holds
+    9 to 15 % of the gradient's largest component (measured). What holds
     is that both estimates are unbiased: over independent probe sets the
     mean value and gradient lie within a few standard errors of the dense
     reference (exact Lanczos quadrature at N = 40: CG runs to N).

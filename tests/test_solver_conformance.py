@@ -20,7 +20,8 @@ class TestIterativeSolver(SolverConformance, LowRankConformance):
     low_rank_params = dict(preconditioner_rank=4, cg_tol=1e-12, max_cg_iter=200)
     # above the tile, still of full rank, so still exact: the Matern cases'
     # spectra decay slowly, so a lower rank would leave their probe terms
-    # (0.1 relative at rank 4 and N = 40). The factor costs O(N k^2) and the
+    # (at rank 4 and N = 40 the gradient spreads by up to 18 % of its
+    # largest component over probe sets). The factor costs O(N k^2) and the
     # gradient's pass k columns beside the probes', so N is one tile and a
     # short second (601): seconds per case, threaded and over two tiles
     above_tile_n = TILE + 89
