@@ -26,15 +26,6 @@ class TestIterativeSolver(SolverConformance, LowRankConformance):
     # short second (601): seconds per case, threaded and over two tiles
     above_tile_n = TILE + 89
     above_tile_params = dict(preconditioner_rank=TILE + 89, cg_tol=1e-12, max_cg_iter=200)
-    above_tile_known_failures = {
-        "RBF, per-sample alpha, T=2": (
-            "the pivoted Cholesky stops at the first pivot whose noise-free "
-            "remainder is below 1e-10 of the kernel's diagonal, but it pivots on "
-            "the noisy diagonal: with a per-sample alpha the pivot chosen is the "
-            "noisiest point, not the least explained, and the factor stops (rank "
-            "111 of 601) with |K~ - P| up to 4e-5 elsewhere: the value is 3e-6 to "
-            "5e-6 relative off the dense reference"),
-    }
     rtol_value = 1e-9
     rtol_grad = 1e-6
     rtol_predict = 1e-7

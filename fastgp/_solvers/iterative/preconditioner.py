@@ -56,8 +56,14 @@ def pivoted_cholesky(column, diagonal, rank):
     column : callable (j) -> ndarray (n,)
         Column j of the noise-free kernel K (its entry j is K_jj).
     diagonal : ndarray (n,) float64
-        Pivot scores: the diagonal of the model matrix (noise included), so
-        that points are taken in the order of their remaining variance.
+        Pivot scores: the diagonal of the kernel (a WhiteKernel's constant
+        noise may be included, a per-sample alpha must not), so that points
+        are taken in the order of their remaining noise-free variance and
+        the factor stops only where every point is explained to rounding.
+        With a per-sample alpha in the scores the next pivot would be the
+        noisiest point, whose noise-free remainder can fall below the floor
+        while others' have not (Harbrecht, Peters and Schneider 2012 pivot
+        on the diagonal of the matrix being factored).
     rank : int
         Largest number of columns.
 
@@ -69,7 +75,7 @@ def pivoted_cholesky(column, diagonal, rank):
     n = diagonal.shape[0]
     rank = int(min(rank, n))
     L = np.zeros((n, rank), order="F")
-    remaining = np.array(diagonal, dtype=np.float64)  # diag(K~) - diag(L L^T)
+    remaining = np.array(diagonal, dtype=np.float64)  # the scores minus diag(L L^T)
     largest_kernel = 0.0
     for m in range(rank):
         j = int(np.argmax(remaining))
@@ -187,12 +193,14 @@ def build_preconditioner(covariance, theta, diag_add, rank):
     Returns :class:`PivotedCholeskyPreconditioner`.
     """
     X = covariance.X
-    diagonal = covariance.diag(theta, X) + diag_add    # white noise included
+    kernel_diagonal = covariance.diag(theta, X)    # white noise included
+    diagonal = kernel_diagonal + diag_add
 
     def column(j):
         return covariance.cross(theta, X[j:j + 1])[:, 0]   # no white noise
 
-    L = pivoted_cholesky(column, diagonal, rank) if rank > 0 else np.zeros((len(X), 0))
+    L = (pivoted_cholesky(column, kernel_diagonal, rank) if rank > 0
+         else np.zeros((len(X), 0)))
     D = diagonal - np.einsum("ik,ik->i", L, L)
     D = np.maximum(D, DIAGONAL_RELATIVE_FLOOR * float(np.max(diagonal)))
     return PivotedCholeskyPreconditioner(L=L, D=D)
