@@ -151,12 +151,10 @@ class SolverConformance:
 
     #: training size, estimator parameters (None: ``params``) and cluster
     #: size (None: none, else :func:`clustered`) under which the solver is
-    #: exact above the tile, and the cases known to fail there (case ->
-    #: reason: a strict xfail, so a fix shows)
+    #: exact above the tile
     above_tile_n = ABOVE_TILE_N
     above_tile_params = None
     above_tile_cluster_size = None
-    above_tile_known_failures = {}
 
     def solver(self, params=None):
         params = self.params if params is None else params
@@ -284,14 +282,10 @@ class SolverConformance:
     @pytest.mark.parametrize("count", THREAD_COUNTS)
     @pytest.mark.parametrize("case", list(CASES))
     def test_conformance_above_the_tile_matches_the_reference_in_the_same_bits_on_1_and_2_threads(
-            self, case, count, numba_threads, counted_threads, request):
+            self, case, count, numba_threads, counted_threads):
         # value, gradient, mean and variance at N above the tile on `count`
         # Numba threads against the dense reference; on 2 threads, also the
         # same bits as on 1 (the passes' blocks are a function of N alone)
-        if case in self.above_tile_known_failures:
-            request.node.add_marker(pytest.mark.xfail(
-                reason=self.above_tile_known_failures[case], raises=AssertionError,
-                strict=True))
         kernel, X, Y, diag_add, X_query = self.above_tile_problem(case)
         assert len(X) > TILE and len(X) >= SERIAL_BELOW
         counts = sorted({1, count})
