@@ -248,3 +248,17 @@ def test_fitting_guarded_value_answers_inf_where_the_objective_has_none():
     assert guarded_value(lambda point: np.nan, 1.0) == np.inf
     with pytest.raises(KeyError):
         guarded_value(raising(KeyError("a bug")), 1.0)
+
+
+@pytest.mark.parametrize("n", [1, 3, 50])
+def test_fitting_workspace_checks_the_bytes_its_buffer_takes(monkeypatch, n):
+    """The memory check before the N x N buffer is allocated asks for what
+    the buffer will take, no less."""
+    import fastgp._solvers.cholesky.workspace as workspace_module
+
+    asked = []
+    monkeypatch.setattr(workspace_module, "check_memory",
+                        lambda needed, **kwargs: asked.append(needed))
+    workspace = Workspace(n)
+    buffer = workspace.buffer()
+    assert asked == [buffer.nbytes] == [workspace.nbytes]

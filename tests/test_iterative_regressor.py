@@ -282,3 +282,19 @@ def test_prediction_system_rebuilt_after_fit_keeps_alpha(alpha):
         mean, std = model.predict(Xq, return_std=True)
         np.testing.assert_allclose(mean, mean0, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(std, std0, rtol=1e-5)
+
+
+def test_a_mean_alone_prediction_reports_no_unconverged_solve():
+    """predict(X) solves nothing (the mean is k(X*, X) alpha), so it has no
+    residual to warn about; with the standard deviation the solve converges
+    on this easy problem: neither warns."""
+    import warnings
+
+    X, y = _data(n=120)
+    gpr = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1), solver="iterative",
+                                   optimizer=None, random_state=0).fit(X, y)
+    Xq = np.linspace(0, 8, 7)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        gpr.predict(Xq)
+        gpr.predict(Xq, return_std=True)

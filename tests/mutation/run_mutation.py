@@ -69,7 +69,7 @@ _PYTEST = "python -m pytest -x -q -p no:cacheprovider -p no:randomly"
 _LOWERING = "tests/test_lowering.py tests/test_kernels_fastpath.py"
 _FIT = "tests/test_fitting.py tests/test_reliability_pd.py"
 _CLI = "tests/test_cli.py"
-_CLASSIFIER = "tests/test_classifier.py"
+_CLASSIFIER = "tests/test_classifier.py tests/test_laplace_float32.py"
 _ITERATIVE = "tests/test_iterative_krylov.py tests/test_iterative_objective.py"
 _VECCHIA = "tests/test_vecchia_core.py tests/test_vecchia_regressor.py"
 _MEMORY = ("tests/test_reliability_memory.py tests/test_reliability_budget.py "
@@ -122,7 +122,7 @@ GROUPS = {
         "fastgp/_solvers/predictive.py": "tests/test_regressor.py tests/test_classifier.py",
         "fastgp/_solvers/workers.py": "tests/test_distributed_products.py "
                                       "tests/test_vecchia_distributed.py",
-        "fastgp/_solvers/cholesky/__init__.py": _FIT,
+        "fastgp/_solvers/cholesky/__init__.py": _FIT + " tests/test_regressor.py",
         "fastgp/_solvers/cholesky/final.py": _FIT,
         "fastgp/_solvers/cholesky/workspace.py": _FIT,
         "fastgp/_solvers/cholesky/objective.py": "tests/test_objective.py "
@@ -130,7 +130,7 @@ GROUPS = {
         "fastgp/_solvers/cholesky/latent.py": "tests/test_gplvm_gradient.py",
         "fastgp/_solvers/cholesky/laplace.py": _CLASSIFIER,
         "fastgp/_solvers/cholesky/laplace_prediction.py": _CLASSIFIER,
-        "fastgp/_solvers/iterative/__init__.py": _ITERATIVE,
+        "fastgp/_solvers/iterative/__init__.py": _ITERATIVE + " tests/test_iterative_regressor.py",
         "fastgp/_solvers/iterative/diagonal.py": _ITERATIVE,
         "fastgp/_solvers/iterative/distributed.py": "tests/test_distributed_products.py",
         "fastgp/_solvers/iterative/krylov.py": _ITERATIVE,
