@@ -298,3 +298,16 @@ def test_a_mean_alone_prediction_reports_no_unconverged_solve():
         warnings.simplefilter("error", ConvergenceWarning)
         gpr.predict(Xq)
         gpr.predict(Xq, return_std=True)
+
+
+def test_solver_options_default_to_the_regressors_defaults():
+    """SolverOptions() (the matrix-free path built without an estimator, as
+    in the tests and benchmarks) runs with the estimator's defaults."""
+    import dataclasses
+
+    from fastgp._solvers.iterative.system import SolverOptions
+
+    params = GaussianProcessRegressor().get_params()
+    options = SolverOptions()
+    for field in dataclasses.fields(SolverOptions):
+        assert getattr(options, field.name) == params[field.name], field.name

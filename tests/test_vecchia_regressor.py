@@ -241,3 +241,15 @@ def test_fuzz_vecchia_equals_the_dense_reference_of_its_conditionals(problem):
                                          optimizer=None).fit(X, y)
         assert gpr.log_marginal_likelihood_value_ == pytest.approx(
             exact.log_marginal_likelihood_value_, rel=1e-8, abs=1e-8)
+
+
+@pytest.mark.parametrize("m", [5, 30])
+def test_prediction_neighbours_default_to_a_multiple_of_the_fit_neighbours(m):
+    from fastgp._solvers.choice import make_solver
+    from fastgp._solvers.vecchia import PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR
+
+    params = GaussianProcessRegressor(solver="vecchia", n_neighbors=m).get_params()
+    assert make_solver("vecchia", params).n_neighbors_predict == \
+        PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m
+    params["n_neighbors_predict"] = 7
+    assert make_solver("vecchia", params).n_neighbors_predict == 7

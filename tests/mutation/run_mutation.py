@@ -324,7 +324,7 @@ def main(argv=None):
                            env=env, check=True)
             total, kept = _sample(session, 0 if args.list else args.per_module)
             key = (group, tests)
-            if key not in baselines and kept:
+            if key not in baselines and kept and time.monotonic() < deadline:
                 # the selection must pass on the unmutated sources, or every
                 # mutant would count as killed
                 start = time.monotonic()
@@ -345,7 +345,7 @@ def main(argv=None):
             # the later ones, most of which need less than their share
             left = deadline - time.monotonic()
             share = min(left, 2 * left / (len(plan) - index))
-            if kept and share > 0 and not problem:
+            if kept and share > 0 and key in baselines and not problem:
                 start = time.monotonic()
                 _, _, late = _run(["cosmic-ray", "exec", str(config), str(session)],
                                   tree, env, share)
