@@ -253,3 +253,23 @@ def test_prediction_neighbours_default_to_a_multiple_of_the_fit_neighbours(m):
         PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m
     params["n_neighbors_predict"] = 7
     assert make_solver("vecchia", params).n_neighbors_predict == 7
+
+
+def test_verbose_layout_times_are_parts_of_the_fit(capsys):
+    """The verbose line of each Vecchia layout times its ordering, neighbour
+    search and relabelling: each at least 0 and together within the fit's
+    own wall time."""
+    import re
+    import time
+
+    X, y = _data(n=200)
+    start = time.perf_counter()
+    GaussianProcessRegressor(C(1.0) * RBF([0.3, 0.3]) + WhiteKernel(0.1), solver="vecchia",
+                             n_neighbors=10, optimizer=None, verbose=1).fit(X, y)
+    elapsed = time.perf_counter() - start
+    lines = re.findall(r"ordering (\S+) s, \d+ neighbours (\S+) s, relabelling (\S+) s",
+                       capsys.readouterr().out)
+    assert lines
+    for times in lines:
+        times = [float(t) for t in times]
+        assert min(times) >= 0.0 and sum(times) <= elapsed + 0.01
