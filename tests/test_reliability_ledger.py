@@ -228,3 +228,19 @@ def test_ledger_lock_timeout_must_be_a_number(monkeypatch):
     monkeypatch.setenv(ledger.LOCK_TIMEOUT_ENV, "soon")
     with pytest.raises(ValueError, match="FASTGP_MEMORY_LOCK_TIMEOUT"):
         ledger_files.lock_timeout()
+
+
+def test_ledger_a_processs_growth_counts_once_latest_reservation_first(monkeypatch):
+    """Two reservations of one process: its resident growth since they were
+    made spends the later one first, and only what is left of the growth
+    spends the earlier one (the growth is not counted twice, nor lost)."""
+    from fastgp.memory import ledger
+
+    earlier, later, growth, start = 100_000, 50_000, 60_000, 10**9
+    monkeypatch.setattr(ledger, "_resident_bytes", lambda pid: start + growth)
+    entries = [{"pid": 7, "bytes": earlier, "resident": start, "created": 1.0},
+               {"pid": 7, "bytes": later, "resident": start, "created": 2.0}]
+    spent_later = min(growth, later)
+    spent_earlier = growth - spent_later
+    assert ledger._unspent(entries) == (later - spent_later) + (earlier - spent_earlier)
+    assert ledger._unspent(entries) == earlier + later - growth
