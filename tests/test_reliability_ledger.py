@@ -244,3 +244,22 @@ def test_ledger_a_processs_growth_counts_once_latest_reservation_first(monkeypat
     spent_earlier = growth - spent_later
     assert ledger._unspent(entries) == (later - spent_later) + (earlier - spent_earlier)
     assert ledger._unspent(entries) == earlier + later - growth
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_ledger_reads_this_users_own_entry_in_a_private_and_a_shared_ledger(
+        monkeypatch, tmp_path, shared):
+    """The owner check refuses another user's entry in a private ledger only;
+    this user's own well-formed entry is read in either kind."""
+    from fastgp.memory import ledger_files
+
+    monkeypatch.setattr(ledger_files, "_shared", lambda: shared)
+    path = tmp_path / "entry"
+    path.write_text(json.dumps({"pid": os.getpid(), "bytes": 1000, "operation": "x",
+                                "resident": None, "created": 0.0, "kept": False}))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        record = ledger_files._record(fd, "entry", str(path), physical=10**12)
+    finally:
+        os.close(fd)
+    assert record is not None and record["bytes"] == 1000 and record["name"] == "entry"
