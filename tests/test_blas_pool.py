@@ -89,3 +89,21 @@ def test_the_objective_gives_the_same_bits_with_and_without_the_release(monkeypa
     for value, grad in results[1:]:
         assert value == results[0][0]
         np.testing.assert_array_equal(grad, results[0][1])
+
+
+def test_a_library_that_cannot_be_opened_does_not_hide_the_next(monkeypatch, tmp_path):
+    """Each loaded pthreads OpenBLAS is looked at in turn: one whose file
+    cannot be opened is passed over, and the next still gives its routine."""
+    import threadpoolctl
+
+    from fastgp._linalg import blas_pool
+
+    real = [info for info in threadpoolctl.threadpool_info()
+            if info.get("internal_api") == "openblas"
+            and info.get("threading_layer") == "pthreads"]
+    if not real:
+        pytest.skip("no pthreads OpenBLAS loaded here")
+    missing = dict(real[0], filepath=str(tmp_path / "libopenblas_missing.so"))
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: [missing, *real])
+    found = blas_pool._find_shutdown_routines()
+    assert len(found) == len(real) >= 1

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fastgp import cli
+from fastgp._cli.fit import KERNEL_FAMILIES
 
 FLOAT = r"-?\d+\.\d+"
 
@@ -113,6 +114,24 @@ def test_cli_version_and_optimizer_help(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     assert "--optimizer {fmin_l_bfgs_b,CG}" in help_text
     assert "conjugate gradients" in help_text and "L-BFGS-B" in help_text
+
+
+def test_cli_fit_help_states_the_default_kernels_starts_and_bounds(capsys):
+    from fastgp._cli.fit import default_kernel
+
+    with pytest.raises(SystemExit):
+        cli.main(["fit", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    noise = re.search(r"noise's \((\S+), bounds (\S+) to (\S+)\)", help_text)
+    scales = re.search(r"within (\S+) to (\S+) times it", help_text)
+    assert noise and scales, help_text
+    X = np.column_stack([np.linspace(0, 1, 20), np.linspace(0, 10, 20)])
+    kernel = default_kernel(X)
+    white, rbf = kernel.k2, kernel.k1.k2
+    stated = [float(v) for v in noise.groups()]
+    assert stated == pytest.approx([white.noise_level, *white.noise_level_bounds])
+    ratios = np.asarray(rbf.length_scale_bounds) / np.asarray(rbf.length_scale)[:, None]
+    assert [float(v) for v in scales.groups()] == pytest.approx(ratios[0].tolist())
 
 
 # ---------------------------------------------------------------- verbosity
@@ -264,6 +283,22 @@ def test_cli_fit_default_kernel_scales_with_the_inputs():
     np.testing.assert_allclose(rbf.length_scale_bounds,
                                np.outer(expected, LENGTH_SCALE_RANGE))
     assert kernel.k2.noise_level == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("family", KERNEL_FAMILIES)
+def test_cli_fit_default_kernel_starts_inside_its_bounds(family):
+    """Every hyperparameter of the default kernel starts strictly inside its
+    bounds (a start outside would be clipped to a bound by the optimiser), and
+    the noise may fall well below its start (a nearly noise-free fit stays
+    reachable)."""
+    from fastgp._cli.fit import default_kernel
+
+    X = np.column_stack([np.linspace(0, 1, 20), np.linspace(0, 1000, 20)])
+    kernel = default_kernel(X, family)
+    low, high = kernel.bounds[:, 0], kernel.bounds[:, 1]
+    assert np.all(low < kernel.theta) and np.all(kernel.theta < high)
+    noise_low, _ = kernel.k2.noise_level_bounds
+    assert noise_low < 1e-3 * kernel.k2.noise_level
 
 
 def _fit_fails(argv, capsys):

@@ -229,3 +229,36 @@ def test_fitting_verbose_fit_with_restarts_prints_run_headers_and_the_kept_run(c
     out = capsys.readouterr().out
     assert "run 1 of 3" in out and "run 3 of 3" in out and "kept run" in out
     assert "s/iter" in out
+
+
+def test_fitting_guarded_value_answers_inf_where_the_objective_has_none():
+    """A line search backs off where the objective has no answer (not
+    positive definite, a point that failed, a value that is not finite);
+    any other error is the caller's to see."""
+    from fastgp._solvers.base import PointFailed, guarded_value
+
+    def raising(exc):
+        def value_at(point):
+            raise exc
+        return value_at
+
+    assert guarded_value(lambda point: 2.0 * point, 1.5) == 3.0
+    assert guarded_value(raising(NotPositiveDefiniteError(1, 1)), 1.0) == np.inf
+    assert guarded_value(raising(PointFailed("trial")), 1.0) == np.inf
+    assert guarded_value(lambda point: np.nan, 1.0) == np.inf
+    with pytest.raises(KeyError):
+        guarded_value(raising(KeyError("a bug")), 1.0)
+
+
+@pytest.mark.parametrize("n", [1, 3, 50])
+def test_fitting_workspace_checks_the_bytes_its_buffer_takes(monkeypatch, n):
+    """The memory check before the N x N buffer is allocated asks for what
+    the buffer will take, no less."""
+    import fastgp._solvers.cholesky.workspace as workspace_module
+
+    asked = []
+    monkeypatch.setattr(workspace_module, "check_memory",
+                        lambda needed, **kwargs: asked.append(needed))
+    workspace = Workspace(n)
+    buffer = workspace.buffer()
+    assert asked == [buffer.nbytes] == [workspace.nbytes]

@@ -353,3 +353,25 @@ def test_pandas_output():
     assert isinstance(out, pd.DataFrame)
     assert list(out.columns) == ["gplvm0", "gplvm1"]
     assert list(gplvm.transform(Y[:3]).columns) == ["gplvm0", "gplvm1"]
+
+
+def test_row_bfgs_spends_no_iteration_on_rows_it_cannot_or_need_not_move():
+    """Row-wise BFGS (GPLVM.transform's optimiser): a row that starts at its
+    minimum, or where its function is not finite, is left as it is with no
+    iteration counted; the other rows are minimised as they would be alone."""
+    from fastgp._optimize.rows import minimize_rows
+
+    centres = np.array([[1.0, -2.0], [0.5, 0.5], [3.0, 1.0]])
+
+    def fun(X, rows):
+        d = X - centres[rows]
+        f, g = 0.5 * np.sum(d ** 2, axis=1), d.copy()
+        f[rows == 2] = np.inf  # row 2's function is not finite anywhere
+        return f, g
+
+    X0 = np.array([[0.0, 0.0], centres[1], [0.0, 0.0]])
+    X, f, n_iter = minimize_rows(fun, X0, step0=0.5)
+    np.testing.assert_allclose(X[0], centres[0], atol=1e-6)
+    assert n_iter[0] > 0
+    np.testing.assert_array_equal(X[1:], X0[1:])
+    assert n_iter[1] == 0 and n_iter[2] == 0

@@ -120,13 +120,16 @@ def test_pivoted_cholesky_full_rank_reproduces_the_kernel():
     np.testing.assert_allclose(L @ L.T, K, atol=1e-12)
 
 
-def test_pivoted_cholesky_stops_at_the_kernels_rank():
+@pytest.mark.parametrize("scale", [1e-6, 1.0, 1e12])
+def test_pivoted_cholesky_stops_at_the_kernels_rank(scale):
+    """At any signal variance: the floor on a pivot is relative to the
+    kernel's largest diagonal entry."""
     rng = np.random.default_rng(6)
     F = rng.standard_normal((40, 3))
-    K = F @ F.T  # rank 3
-    L = pivoted_cholesky(lambda j: K[:, j], np.diag(K) + 0.1, 20)
+    K = scale * (F @ F.T)  # rank 3
+    L = pivoted_cholesky(lambda j: K[:, j], np.diag(K) + 0.1 * scale, 20)
     assert L.shape[1] == 3
-    np.testing.assert_allclose(L @ L.T, K, atol=1e-10)
+    np.testing.assert_allclose(L @ L.T, K, atol=1e-10 * scale)
 
 
 @pytest.mark.parametrize("rank", [0, 7, 200])

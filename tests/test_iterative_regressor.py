@@ -208,9 +208,12 @@ def test_auto_switches_to_vecchia_with_a_warning_where_the_buffer_does_not_fit(m
                                          "Cholesky path needs about .* only .* is available"):
         gpr = GaussianProcessRegressor(kernel, **kwargs).fit(X, y)
     assert gpr.solver_ == "vecchia" and gpr.L_ is None
-    # the dense path itself refuses, naming the other solvers as remedies
-    with pytest.raises(InsufficientMemoryError, match='use solver="vecchia".*'
-                                                      'use solver="iterative"'):
+    # the dense path itself refuses, naming its own first remedy, the other
+    # solvers, then the rest of its own
+    with pytest.raises(InsufficientMemoryError, match='fit on fewer samples.*'
+                                                      'use solver="vecchia".*'
+                                                      'use solver="iterative".*'
+                                                      'use a machine with more memory'):
         GaussianProcessRegressor(kernel, solver="cholesky", **kwargs).fit(X, y)
 
 
@@ -279,3 +282,32 @@ def test_prediction_system_rebuilt_after_fit_keeps_alpha(alpha):
         mean, std = model.predict(Xq, return_std=True)
         np.testing.assert_allclose(mean, mean0, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(std, std0, rtol=1e-5)
+
+
+def test_a_mean_alone_prediction_reports_no_unconverged_solve():
+    """predict(X) solves nothing (the mean is k(X*, X) alpha), so it has no
+    residual to warn about; with the standard deviation the solve converges
+    on this easy problem: neither warns."""
+    import warnings
+
+    X, y = _data(n=120)
+    gpr = GaussianProcessRegressor(C(1.0) * RBF(1.0) + WhiteKernel(0.1), solver="iterative",
+                                   optimizer=None, random_state=0).fit(X, y)
+    Xq = np.linspace(0, 8, 7)[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        gpr.predict(Xq)
+        gpr.predict(Xq, return_std=True)
+
+
+def test_solver_options_default_to_the_regressors_defaults():
+    """SolverOptions() (the matrix-free path built without an estimator, as
+    in the tests and benchmarks) runs with the estimator's defaults."""
+    import dataclasses
+
+    from fastgp._solvers.iterative.system import SolverOptions
+
+    params = GaussianProcessRegressor().get_params()
+    options = SolverOptions()
+    for field in dataclasses.fields(SolverOptions):
+        assert getattr(options, field.name) == params[field.name], field.name

@@ -212,3 +212,16 @@ def test_kernels_ard_rational_quadratic_finds_the_irrelevant_input(rng):
     fitted = gpr.kernel_.k1.length_scale
     assert fitted[1] > 5 * fitted[0]
     assert gpr.log_marginal_likelihood_value_ > gpr.log_marginal_likelihood(kernel.theta)
+
+
+@pytest.mark.parametrize("ours, theirs", [(ExpSineSquared, skk.ExpSineSquared),
+                                          (RationalQuadratic, skk.RationalQuadratic)])
+def test_per_dimension_kernels_default_to_scikit_learns_starts_and_bounds(ours, theirs):
+    """Built without arguments, fastgp's per-dimension kernel is
+    scikit-learn's: the same starting values and bounds of the parameters
+    they share."""
+    mine, reference = ours().get_params(), theirs().get_params()
+    shared = set(mine) & set(reference)
+    assert any(name.endswith("_bounds") for name in shared)
+    for name in shared:
+        assert mine[name] == reference[name], name

@@ -406,3 +406,28 @@ def test_blocked_path_refuses_buffers_it_cannot_work_in(shape, order, dtype):
     read_only.flags.writeable = False
     with pytest.raises(RuntimeError, match="cannot work in place"):
         _require_fortran(read_only, "factor")
+
+
+def test_tiles_run_on_no_more_threads_than_the_width(monkeypatch):
+    """A width of 2 is the caller's thread and one helper, however many
+    workers the pool could lend (a machine of 8 CPUs here)."""
+    import threading
+    import time
+
+    monkeypatch.setattr(tiles, "usable_cpus", lambda: 8)
+    monkeypatch.setattr(tiles, "_pool", None)
+    seen = set()
+
+    def task():
+        seen.add(threading.get_ident())
+        time.sleep(0.01)
+
+    previous = tiles.set_width(2)
+    try:
+        tiles.run_tiles([task] * 40)
+    finally:
+        tiles.set_width(previous)
+        if tiles._pool is not None:
+            tiles._pool.shutdown()
+    assert threading.get_ident() in seen
+    assert len(seen) <= 2

@@ -71,7 +71,7 @@ def test_long_fits_typical_evaluations_grow_with_the_hyperparameters():
     assert typical_evaluations(12, "CG") == 180
 
 
-@pytest.mark.parametrize("seconds, text", [(0.0123, "0.012 s"), (45.4, "45 s"),
+@pytest.mark.parametrize("seconds, text", [(0.0123, "0.012 s"), (9.5, "9.5 s"), (45.4, "45 s"),
                                            (190, "3.2 min"), (5000, "83 min"),
                                            (9000, "2.5 h")])
 def test_long_fits_durations_read_as_people_write_them(seconds, text):

@@ -114,6 +114,15 @@ def _objective(kernel, X, y, diag_add=ALPHA):
                                     Workspace(len(y)))
 
 
+@pytest.mark.parametrize("n_targets", [1, 3])
+def test_objective_counts_its_samples_not_its_targets(rng, n_targets):
+    """n_samples (what the thread policy sizes an evaluation by) is N, for
+    one target or several."""
+    X, y = make_problem(rng, n_samples=20)
+    Y = np.column_stack([y] * n_targets)
+    assert _objective(RBF(1.0) + WhiteKernel(0.1), X, Y).n_samples == len(X)
+
+
 def test_objective_reuses_one_workspace_buffer(rng):
     X, y = make_problem(rng, n_samples=50)
     kernel = C(1.0) * RBF([1.0, 2.0]) + WhiteKernel(0.1)

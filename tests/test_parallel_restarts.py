@@ -171,3 +171,13 @@ def test_parallel_restarts_cap_each_runs_threads_at_its_share_of_the_cores(
     share = max(1, len(os.sched_getaffinity(0)) // 2)
     assert seen == [min(numba.config.NUMBA_NUM_THREADS, share)] * 2
     assert numba.get_num_threads() == before
+
+
+def test_parallel_restarts_go_to_workers_only_with_restarts_and_jobs():
+    """joblib only where there is more than one run and more than one job:
+    a single run, or a single job, stays in this process."""
+    assert restarts.runs_in_workers(n_jobs=2, n_restarts=3)
+    assert not restarts.runs_in_workers(n_jobs=2, n_restarts=0)
+    assert not restarts.runs_in_workers(n_jobs=1, n_restarts=3)
+    with joblib.parallel_config(n_jobs=2):
+        assert restarts.runs_in_workers(n_jobs=None, n_restarts=1)

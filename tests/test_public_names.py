@@ -80,9 +80,11 @@ def test_public_moved_name_warns_and_is_the_new_one(shim, name):
     target = MOVED[shim][name]
     module = importlib.import_module(shim)
     moved = rf"{re.escape(shim)}\.{name} has moved to {re.escape(target)}\.{name}"
-    with pytest.warns(DeprecationWarning, match=moved):
+    with pytest.warns(DeprecationWarning, match=moved) as record:
         old = getattr(module, name)
     assert old is getattr(importlib.import_module(target), name)
+    # the warning points at the line that used the old path, not at the shim
+    assert [w.filename for w in record] == [__file__]
 
 
 @pytest.mark.parametrize("shim", sorted(MOVED))

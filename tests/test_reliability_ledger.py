@@ -228,3 +228,38 @@ def test_ledger_lock_timeout_must_be_a_number(monkeypatch):
     monkeypatch.setenv(ledger.LOCK_TIMEOUT_ENV, "soon")
     with pytest.raises(ValueError, match="FASTGP_MEMORY_LOCK_TIMEOUT"):
         ledger_files.lock_timeout()
+
+
+def test_ledger_a_processs_growth_counts_once_latest_reservation_first(monkeypatch):
+    """Two reservations of one process: its resident growth since they were
+    made spends the later one first, and only what is left of the growth
+    spends the earlier one (the growth is not counted twice, nor lost)."""
+    from fastgp.memory import ledger
+
+    earlier, later, growth, start = 100_000, 50_000, 60_000, 10**9
+    monkeypatch.setattr(ledger, "_resident_bytes", lambda pid: start + growth)
+    entries = [{"pid": 7, "bytes": earlier, "resident": start, "created": 1.0},
+               {"pid": 7, "bytes": later, "resident": start, "created": 2.0}]
+    spent_later = min(growth, later)
+    spent_earlier = growth - spent_later
+    assert ledger._unspent(entries) == (later - spent_later) + (earlier - spent_earlier)
+    assert ledger._unspent(entries) == earlier + later - growth
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_ledger_reads_this_users_own_entry_in_a_private_and_a_shared_ledger(
+        monkeypatch, tmp_path, shared):
+    """The owner check refuses another user's entry in a private ledger only;
+    this user's own well-formed entry is read in either kind."""
+    from fastgp.memory import ledger_files
+
+    monkeypatch.setattr(ledger_files, "_shared", lambda: shared)
+    path = tmp_path / "entry"
+    path.write_text(json.dumps({"pid": os.getpid(), "bytes": 1000, "operation": "x",
+                                "resident": None, "created": 0.0, "kept": False}))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        record = ledger_files._record(fd, "entry", str(path), physical=10**12)
+    finally:
+        os.close(fd)
+    assert record is not None and record["bytes"] == 1000 and record["name"] == "entry"

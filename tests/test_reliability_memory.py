@@ -346,3 +346,14 @@ def test_memory_platform_fallbacks_where_there_is_no_proc_meminfo(tmp_path, monk
     reading = memory.available_memory(missing, no_proc)
     assert reading is not None and "sysconf" in reading.source
     assert 0 < reading.available
+
+
+def test_memory_exactly_the_available_bytes_fit():
+    """The refusal is for more than is available: exactly as much fits."""
+    from fastgp.memory.refuse import refuse_if_short
+
+    reading = MemoryReading(10_000, "a test's reading")
+    kwargs = dict(n_samples=10, operation="x", remedies=["y"])
+    refuse_if_short(10_000, reading, **kwargs)
+    with pytest.raises(InsufficientMemoryError):
+        refuse_if_short(10_001, reading, **kwargs)

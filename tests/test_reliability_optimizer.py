@@ -424,3 +424,17 @@ def test_optimizer_gplvm_with_cg_keeps_the_kernel_within_its_bounds():
     assert np.all(gplvm.kernel_.theta >= bounds[:, 0])
     assert np.all(gplvm.kernel_.theta <= bounds[:, 1])
     assert gplvm.kernel_.k2.noise_level < 2e-3  # it went to its bound, not past it
+
+
+@pytest.mark.parametrize("n_restarts", [1, 3])
+def test_restart_starts_refuse_an_open_bound_from_the_first_restart(n_restarts):
+    """A restart draws log-uniformly within the bounds, which needs them
+    finite: one restart already needs it; none does not."""
+    from fastgp._optimize.minimize import restart_starts
+
+    theta0 = np.log([1.0, 0.1])
+    bounds = np.log([[1e-2, 1e2], [1e-5, np.inf]])
+    rng = np.random.default_rng(0)
+    assert len(restart_starts(theta0, bounds, 0, rng)) == 1
+    with pytest.raises(ValueError, match="requires that all bounds are finite"):
+        restart_starts(theta0, bounds, n_restarts, rng)

@@ -59,6 +59,14 @@ def test_threads_own_spinning_threads_are_not_load(tmp_path, all_cores):
     assert threads.idle_cores(loadavg, tasks) == 4
 
 
+def test_threads_more_own_runnable_threads_than_the_run_count_gives_every_core_no_more(
+        tmp_path, all_cores):
+    # the run count and the threads' states are read at different moments:
+    # more of this process's threads may be seen runnable than the count has
+    loadavg, tasks = _fake_proc(tmp_path, 2, ["R", "R", "R", "R", "S"])
+    assert threads.idle_cores(loadavg, tasks) == 4
+
+
 def test_threads_affinity_mask_gets_its_share_of_the_load(tmp_path, monkeypatch):
     monkeypatch.setattr(threads, "usable_cpus", lambda: 2)
     monkeypatch.setattr(os, "cpu_count", lambda: 8)

@@ -157,3 +157,21 @@ def test_user_warnings_negative_variance_points_here(monkeypatch):
     found = _caught(UserWarning, lambda: gpr.predict(X[:3], return_std=True))
     assert "smaller than 0" in str(found[0].message)
     _assert_here(found)
+
+
+def test_user_warnings_point_at_the_calling_line_itself():
+    """Not only this file: the very line that called the estimator (the
+    helpers above call it from a lambda, one frame below a function of this
+    file, so the file alone would not tell the two frames apart)."""
+    import inspect
+
+    X = np.repeat(np.linspace(0, 5, 10)[:, None], 2, axis=0)
+    y = np.sin(X[:, 0])
+    gpr = GaussianProcessRegressor(RBF(1.0), alpha=0.0, optimizer=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = inspect.currentframe().f_lineno + 1
+        gpr.fit(X, y)
+    found = [w for w in caught if issubclass(w.category, JitterWarning)]
+    assert found
+    assert {(w.filename, w.lineno) for w in found} == {(__file__, line)}

@@ -241,3 +241,35 @@ def test_fuzz_vecchia_equals_the_dense_reference_of_its_conditionals(problem):
                                          optimizer=None).fit(X, y)
         assert gpr.log_marginal_likelihood_value_ == pytest.approx(
             exact.log_marginal_likelihood_value_, rel=1e-8, abs=1e-8)
+
+
+@pytest.mark.parametrize("m", [5, 30])
+def test_prediction_neighbours_default_to_a_multiple_of_the_fit_neighbours(m):
+    from fastgp._solvers.choice import make_solver
+    from fastgp._solvers.vecchia import PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR
+
+    params = GaussianProcessRegressor(solver="vecchia", n_neighbors=m).get_params()
+    assert make_solver("vecchia", params).n_neighbors_predict == \
+        PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m
+    params["n_neighbors_predict"] = 7
+    assert make_solver("vecchia", params).n_neighbors_predict == 7
+
+
+def test_verbose_layout_times_are_parts_of_the_fit(capsys):
+    """The verbose line of each Vecchia layout times its ordering, neighbour
+    search and relabelling: each at least 0 and together within the fit's
+    own wall time."""
+    import re
+    import time
+
+    X, y = _data(n=200)
+    start = time.perf_counter()
+    GaussianProcessRegressor(C(1.0) * RBF([0.3, 0.3]) + WhiteKernel(0.1), solver="vecchia",
+                             n_neighbors=10, optimizer=None, verbose=1).fit(X, y)
+    elapsed = time.perf_counter() - start
+    lines = re.findall(r"ordering (\S+) s, \d+ neighbours (\S+) s, relabelling (\S+) s",
+                       capsys.readouterr().out)
+    assert lines
+    for times in lines:
+        times = [float(t) for t in times]
+        assert min(times) >= 0.0 and sum(times) <= elapsed + 0.01

@@ -1,20 +1,29 @@
-"""Mutation testing of fastgp's numerical core with cosmic-ray (docs/testing.md).
+"""Mutation testing of every module of fastgp with cosmic-ray (docs/testing.md).
 
-    python tests/mutation/run_mutation.py python --per-module 14 --budget-s 540
-    python tests/mutation/run_mutation.py engine --per-module 8 --budget-s 540
+    python tests/mutation/run_mutation.py all --per-module 3 --budget-s 1800
     python tests/mutation/run_mutation.py python --modules fastgp/_backend/lowering.py --list
+    python tests/mutation/run_mutation.py engine --modules fastgp/_engine/leaves.py \
+        --per-module 3 --output engine_rerun
 
 Two groups, because Numba makes a mutant of the engine expensive: any change
-to ``fastgp/_engine/*.py`` changes the package-wide cache stamp, so every
-routine recompiles (40-60 s a mutant).
+to a module of compiled code in ``fastgp/_engine`` changes the package-wide
+cache stamp (``config.STAMPED_MODULES``), so every routine recompiles
+(40-60 s a mutant). ``all`` runs both in turn under one budget.
 
-- ``python``: the Python-layer numerical core (lowering, the objectives, the
-  linear algebra, the fit core, the optimiser). The engine is unchanged, so
-  its compiled code comes from Numba's cache; each mutant runs a targeted
-  test selection (seconds).
-- ``engine``: the interpreter, the leaves and the passes, run as plain Python
-  (``NUMBA_DISABLE_JIT=1`` with the ``mutation.pure_python`` plugin) on a
-  selection of small-N tests.
+- ``python``: every module outside the engine, and the two engine modules
+  outside the stamp (``threads.py``, ``compile_time.py``). The engine is
+  unchanged, so its compiled code comes from Numba's cache; each mutant runs
+  a targeted test selection (seconds).
+- ``engine``: the stamped modules (interpreter, leaves, passes, ...), run as
+  plain Python (``NUMBA_DISABLE_JIT=1`` with the ``mutation.pure_python``
+  plugin) on a selection of small-N tests each.
+
+Left out: the ``__init__.py`` files that hold only a docstring or imports
+(``fastgp/__init__.py``'s names and version, the subpackages' docstrings)
+and ``_backend/points.py`` (re-exports only): cosmic-ray finds nothing to
+mutate in them. Modules in which it finds nothing (the deprecation shims,
+``exceptions.py``, ``memory/__init__.py``, ``__main__.py``) are listed with 0
+mutants.
 
 For each module, cosmic-ray (``cosmic-ray init``) lists every mutant; a
 random sample of ``--per-module`` of them (``random.Random(SEED)`` over the
@@ -23,13 +32,16 @@ same on every run of the same sources) is kept and the rest deleted from the
 session before ``cosmic-ray exec`` runs it. Everything happens in a copy of
 the source tree in a temporary folder (cosmic-ray mutates files in place).
 Each test selection first runs on the unmutated copy and must pass (else
-every mutant would count as killed); a mutant's timeout is at least 4x that
-run. A group stops after ``--budget-s`` seconds; mutants not run by then are
+every mutant would count as killed; a selection that fails or takes longer
+than ``--baseline-max-s`` is reported and its modules' mutants are not run);
+a mutant's timeout is at least 4x that run. A module's mutants get at most
+twice its fair share of the budget left; mutants not run by then are
 reported as not run. A mutant whose tests time out counts as killed
 (cosmic-ray's rule).
 
-Writes tests/mutation/results/<group>.json: per module, the number of
-mutants, the sample, killed, survived, not run, and each survivor's diff.
+Writes tests/mutation/results/<group or --output>.json after each module (a
+stopped run keeps what finished): per module, the number of mutants, the
+sample, killed, survived, not run, and each survivor's diff.
 """
 
 import argparse
@@ -37,6 +49,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -52,27 +65,136 @@ SEED = 20261130
 
 _PYTEST = "python -m pytest -x -q -p no:cacheprovider -p no:randomly"
 
-#: group -> (environment, {module: tests run against its mutants})
+#: test selections shared by several modules (one unmutated run each)
+_LOWERING = "tests/test_lowering.py tests/test_kernels_fastpath.py"
+_FIT = "tests/test_fitting.py tests/test_reliability_pd.py"
+_CLI = "tests/test_cli.py"
+_CLASSIFIER = "tests/test_classifier.py tests/test_laplace_float32.py"
+_ITERATIVE = "tests/test_iterative_krylov.py tests/test_iterative_objective.py"
+_VECCHIA = "tests/test_vecchia_core.py tests/test_vecchia_regressor.py"
+_MEMORY = ("tests/test_reliability_memory.py tests/test_reliability_budget.py "
+           "tests/test_reliability_ledger.py")
+_SHIMS = "tests/test_public_names.py"
+#: the engine's selections run as plain Python; the tests that need the JIT
+#: itself (a compile-time refusal, thread counts, a float's last bits) are left out
+_PURE = "-p mutation.pure_python "
+_ENGINE_CORE = (_PURE + "tests/test_engine_interpreter.py tests/test_engine_address_call.py "
+                "-k 'not caller_compiles'")
+_PASSES = _PURE + "tests/test_covariance_passes.py -k 65"
+
+#: group -> (environment, {module: tests run against its mutants}). Every
+#: module of fastgp/ but the ``__init__.py`` files that hold a docstring or
+#: re-exports only, and ``_backend/points.py`` (re-exports only).
 GROUPS = {
     "python": ({}, {
-        "fastgp/_backend/lowering.py": "tests/test_lowering.py tests/test_kernels_fastpath.py",
-        "fastgp/_solvers/cholesky/objective.py": "tests/test_objective.py tests/test_reliability_pd.py",
-        "fastgp/_solvers/cholesky/latent.py": "tests/test_gplvm_gradient.py",
-        "fastgp/_linalg/lapack.py": "tests/test_linalg_blocked.py tests/test_reliability_pd.py "
-                            "tests/test_objective.py",
+        "fastgp/__main__.py": _CLI + " -k 'module or help or version'",
+        "fastgp/_backend/covariance.py": "tests/test_backend_conformance.py "
+                                         "tests/test_kernel_fallback.py "
+                                         "tests/test_product_passes.py",
+        "fastgp/_backend/lowering.py": _LOWERING,
+        "fastgp/_cli/fit.py": _CLI,
+        "fastgp/_cli/table.py": _CLI,
+        "fastgp/cli.py": _CLI,
+        "fastgp/plotting.py": "tests/test_cli_plot.py",
+        "fastgp/_fit/clock.py": "tests/test_long_fits.py",
+        "fastgp/_fit/likelihood.py": "tests/test_regressor.py tests/test_sklearn_contract.py "
+                                     "tests/test_kernel_fallback.py",
+        "fastgp/_fit/report.py": _FIT,
+        "fastgp/_fit/session.py": _FIT,
+        "fastgp/_linalg/blas_pool.py": "tests/test_blas_pool.py",
+        "fastgp/_linalg/blas_threads.py": "tests/test_reliability_state.py "
+                                          "tests/test_determinism_threads.py",
         "fastgp/_linalg/blocked.py": "tests/test_linalg_blocked.py",
-        "fastgp/_fit/session.py": "tests/test_fitting.py tests/test_reliability_pd.py",
+        "fastgp/_linalg/lapack.py": "tests/test_linalg_blocked.py tests/test_reliability_pd.py "
+                                    "tests/test_objective.py",
+        "fastgp/_linalg/tiles.py": "tests/test_linalg_blocked.py",
+        "fastgp/_moved.py": _SHIMS,
+        "fastgp/covariance.py": _SHIMS,
+        "fastgp/linalg.py": _SHIMS,
+        "fastgp/memory_budget.py": _SHIMS,
         "fastgp/_optimize/minimize.py": "tests/test_reliability_optimizer.py",
+        "fastgp/_optimize/rows.py": "tests/test_gplvm.py",
+        "fastgp/_optimize/workers.py": "tests/test_parallel_restarts.py -k 'not dask'",
+        "fastgp/_solvers/base.py": _FIT,
+        "fastgp/_solvers/choice.py": "tests/test_iterative_regressor.py "
+                                     "tests/test_vecchia_regressor.py",
+        "fastgp/_solvers/chunks.py": "tests/test_regressor.py tests/test_classifier.py",
+        "fastgp/_solvers/predictive.py": "tests/test_regressor.py tests/test_classifier.py",
+        "fastgp/_solvers/workers.py": "tests/test_distributed_products.py "
+                                      "tests/test_vecchia_distributed.py",
+        "fastgp/_solvers/cholesky/__init__.py": _FIT + " tests/test_regressor.py",
+        "fastgp/_solvers/cholesky/final.py": _FIT,
+        "fastgp/_solvers/cholesky/workspace.py": _FIT,
+        "fastgp/_solvers/cholesky/objective.py": "tests/test_objective.py "
+                                                 "tests/test_reliability_pd.py",
+        "fastgp/_solvers/cholesky/latent.py": "tests/test_gplvm_gradient.py",
+        "fastgp/_solvers/cholesky/laplace.py": _CLASSIFIER,
+        "fastgp/_solvers/cholesky/laplace_prediction.py": _CLASSIFIER,
+        "fastgp/_solvers/iterative/__init__.py": _ITERATIVE + " tests/test_iterative_regressor.py",
+        "fastgp/_solvers/iterative/diagonal.py": _ITERATIVE,
+        "fastgp/_solvers/iterative/distributed.py": "tests/test_distributed_products.py",
+        "fastgp/_solvers/iterative/krylov.py": _ITERATIVE,
+        "fastgp/_solvers/iterative/objective.py": _ITERATIVE,
+        "fastgp/_solvers/iterative/preconditioner.py": _ITERATIVE,
+        "fastgp/_solvers/iterative/predict.py": "tests/test_iterative_regressor.py",
+        "fastgp/_solvers/iterative/system.py": _ITERATIVE,
+        "fastgp/_solvers/vecchia/__init__.py": _VECCHIA,
+        "fastgp/_solvers/vecchia/distributed.py": "tests/test_vecchia_distributed.py",
+        "fastgp/_solvers/vecchia/neighbours.py": _VECCHIA,
+        "fastgp/_solvers/vecchia/objective.py": _VECCHIA,
+        "fastgp/_solvers/vecchia/ordering.py": _VECCHIA,
+        "fastgp/_solvers/vecchia/predict.py": _VECCHIA,
+        "fastgp/_solvers/vecchia/reference.py": _VECCHIA,
+        "fastgp/_solvers/vecchia/scaling.py": _VECCHIA,
+        "fastgp/_user_warnings.py": "tests/test_user_warnings.py",
+        "fastgp/_validation.py": "tests/test_reliability_input.py "
+                                 "tests/test_reliability_bounds.py",
+        "fastgp/classifier.py": _CLASSIFIER,
+        "fastgp/datasets.py": "tests/test_datasets.py",
+        "fastgp/exceptions.py": "tests/test_public_names.py tests/test_reliability_pd.py",
+        "fastgp/gplvm.py": "tests/test_gplvm.py",
+        "fastgp/kernels.py": "tests/test_kernels_ard.py tests/test_kernel_fallback.py",
+        "fastgp/memory/__init__.py": _MEMORY,
+        "fastgp/memory/check.py": _MEMORY,
+        "fastgp/memory/estimates.py": _MEMORY,
+        "fastgp/memory/ledger.py": _MEMORY,
+        "fastgp/memory/ledger_files.py": _MEMORY,
+        "fastgp/memory/reading.py": _MEMORY,
+        "fastgp/memory/refuse.py": _MEMORY,
+        "fastgp/memory/switch.py": _MEMORY,
+        "fastgp/memory/units.py": _MEMORY,
+        "fastgp/precompile.py": "tests/test_numba_cache.py -k stamp",
+        "fastgp/regressor.py": "tests/test_regressor.py",
+        # the two engine modules outside the cache stamp (no compiled code,
+        # config.STAMPED_MODULES): a mutant recompiles nothing, and their
+        # tests need the JIT itself (compile time, Numba's thread pool)
+        "fastgp/_engine/compile_time.py": "tests/test_long_fits.py -k compilation",
+        "fastgp/_engine/threads.py": "tests/test_threads.py",
     }),
     "engine": ({"NUMBA_DISABLE_JIT": "1"}, {
-        module: ("-p mutation.pure_python tests/test_engine_interpreter.py "
-                 "tests/test_covariance_passes.py tests/test_gplvm_gradient.py "
-                 "-k 'not 255 and not 257 and not thread and not read_only "
-                 "and not equals_regression'")
-        for module in ("fastgp/_engine/interpreter.py", "fastgp/_engine/leaves.py",
-                       "fastgp/_engine/passes.py", "fastgp/_engine/latent_passes.py")
+        "fastgp/_engine/address_call.py": _ENGINE_CORE,
+        "fastgp/_engine/config.py": _ENGINE_CORE,
+        "fastgp/_engine/interpreter.py": _ENGINE_CORE,
+        "fastgp/_engine/leaves.py": _ENGINE_CORE,
+        "fastgp/_engine/opcodes.py": _ENGINE_CORE,
+        "fastgp/_engine/passes.py": _PASSES,
+        "fastgp/_engine/signatures.py": _ENGINE_CORE,
+        "fastgp/_engine/latent_passes.py": (
+            _PURE + "tests/test_gplvm_gradient.py -k 'not 255 and not 257 and not thread "
+            "and not read_only and not equals_regression'"),
+        "fastgp/_engine/product_passes.py": (_PURE + "tests/test_product_passes.py "
+                                              "-k 'Matern12 and not thread and not fallback'"),
+        "fastgp/_engine/maxmin.py": (_PURE + "tests/test_vecchia_core.py "
+                                     "-k 'maxmin and 200 or ties or outliers or random_order'"),
+        "fastgp/_engine/vecchia_passes.py": (_PURE + "tests/test_vecchia_core.py -k "
+                                             "'value_alone or non_positive or packed_and_column'"),
+        "fastgp/_engine/vector_math.py": (_PURE + "tests/test_vector_math.py "
+                                          "-k 'not large_and_special'"),
     }),
 }
+
+#: "all": every group in turn, one budget
+ALL = ("python", "engine")
 
 
 def _copy_tree(destination):
@@ -137,66 +259,112 @@ def _outcomes(session):
     return out
 
 
+def _run(command, cwd, env, timeout):
+    """Run command in its own process group; on timeout kill the whole group
+    (cosmic-ray and the pytest it started). Returns (process or None, timed out)."""
+    process = subprocess.Popen(command, cwd=cwd, env=env, start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               shell=isinstance(command, str))
+    try:
+        out, _ = process.communicate(timeout=timeout)
+        return process.returncode, out, False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, _ = process.communicate()
+        return process.returncode, out, True
+
+
+def _write(report, name):
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"{name}.json"
+    out.write_text(json.dumps(report, indent=1))
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("group", choices=sorted(GROUPS))
+    parser.add_argument("group", choices=sorted(GROUPS) + ["all"])
     parser.add_argument("--per-module", type=int, default=10)
-    parser.add_argument("--budget-s", type=float, default=540.0)
+    parser.add_argument("--budget-s", type=float, default=540.0,
+                        help="for the whole run; each module gets at most twice its fair share "
+                             "of what is left (what is left over passes on)")
     parser.add_argument("--timeout-s", type=float, default=60.0,
                         help="per mutant, at least 4x the unmutated run (cosmic-ray "
                              "counts a timeout as killed)")
+    parser.add_argument("--baseline-max-s", type=float, default=300.0,
+                        help="an unmutated selection slower than this is not used")
     parser.add_argument("--modules", nargs="*", help="a subset of the group's modules")
+    parser.add_argument("--output", help="name of the results file (default: the group)")
     parser.add_argument("--list", action="store_true", help="count mutants, run none")
     args = parser.parse_args(argv)
-    environment, modules = GROUPS[args.group]
-    if args.modules:
-        modules = {m: modules[m] for m in args.modules}
-    env = dict(os.environ, **environment)
+    groups = ALL if args.group == "all" else (args.group,)
+    plan = [(group, module, tests) for group in groups
+            for module, tests in GROUPS[group][1].items()
+            if not args.modules or module in args.modules]
+    if args.modules and len(plan) != len(set(args.modules)):
+        sys.exit(f"not in the group: {sorted(set(args.modules) - {m for _, m, _ in plan})}")
+    name = args.output or args.group
     deadline = time.monotonic() + args.budget_s
     report = {"group": args.group, "seed": SEED, "per_module": args.per_module,
-              "environment": environment, "modules": {}}
+              "budget_s": args.budget_s, "started": time.strftime("%Y-%m-%d %H:%M UTC",
+                                                                 time.gmtime()),
+              "environment": {g: GROUPS[g][0] for g in groups}, "complete": False,
+              "modules": {}}
     with tempfile.TemporaryDirectory(prefix="fastgp-mutation-") as tmp:
         tree = Path(tmp)
         _copy_tree(tree)
-        env["PYTHONPATH"] = f"{tree}{os.pathsep}{tree / 'tests'}"
         baselines = {}
-        for module, tests in modules.items():
-            if tests not in baselines and not args.list:
-                # the selection must pass on the unmutated sources, or every
-                # mutant would count as killed
-                start = time.monotonic()
-                run = subprocess.run(f"{_PYTEST} {tests}", shell=True, cwd=tree, env=env,
-                                     capture_output=True, text=True)
-                if run.returncode != 0:
-                    sys.exit(f"the selection fails without a mutant:\n{run.stdout[-3000:]}")
-                baselines[tests] = time.monotonic() - start
-            timeout = max(args.timeout_s, 4 * baselines.get(tests, 0.0))
-            config = _config(tree, module, tests, timeout)
-            session = tree / (Path(module).stem + ".sqlite")
+        for index, (group, module, tests) in enumerate(plan):
+            env = dict(os.environ, **GROUPS[group][0])
+            env["PYTHONPATH"] = f"{tree}{os.pathsep}{tree / 'tests'}"
+            entry = {"group": group, "tests": tests}
+            config = _config(tree, module, tests, args.timeout_s)
+            session = tree / (module.replace("/", "_") + ".sqlite")
             subprocess.run(["cosmic-ray", "init", str(config), str(session)], cwd=tree,
                            env=env, check=True)
             total, kept = _sample(session, 0 if args.list else args.per_module)
-            entry = {"mutants": total, "sample": kept, "tests": tests,
-                     "baseline_s": round(baselines.get(tests, 0.0), 1), "timeout_s": timeout}
-            left = deadline - time.monotonic()
-            if kept and left > 0:
+            key = (group, tests)
+            if key not in baselines and kept and time.monotonic() < deadline:
+                # the selection must pass on the unmutated sources, or every
+                # mutant would count as killed
                 start = time.monotonic()
-                try:
-                    subprocess.run(["cosmic-ray", "exec", str(config), str(session)],
-                                   cwd=tree, env=env, timeout=left)
-                except subprocess.TimeoutExpired:
+                code, out, late = _run(f"{_PYTEST} {tests}", tree, env, args.baseline_max_s)
+                baselines[key] = (time.monotonic() - start,
+                                  "too slow" if late else "fails" if code else None)
+                if baselines[key][1]:
+                    print(f"{module}: the unmutated selection {baselines[key][1]}:\n"
+                          f"{out[-2000:]}", flush=True)
+            seconds, problem = baselines.get(key, (0.0, None))
+            timeout = max(args.timeout_s, 4 * seconds)
+            _config(tree, module, tests, timeout)  # the timeout is read at exec
+            entry.update({"mutants": total, "sample": kept, "baseline_s": round(seconds, 1),
+                          "timeout_s": timeout})
+            if problem:
+                entry["baseline"] = problem
+            # twice the fair share of what is left: a module may borrow from
+            # the later ones, most of which need less than their share
+            left = deadline - time.monotonic()
+            share = min(left, 2 * left / (len(plan) - index))
+            if kept and share > 0 and key in baselines and not problem:
+                start = time.monotonic()
+                _, _, late = _run(["cosmic-ray", "exec", str(config), str(session)],
+                                  tree, env, share)
+                if late:
                     entry["stopped"] = "budget"
+                    # cosmic-ray mutates in place: put back the module it was stopped in
+                    shutil.copy2(REPO / module, tree / module)
                 entry["seconds"] = round(time.monotonic() - start, 1)
-                entry.update(_outcomes(session))
-            elif kept:
+            if kept:
                 entry.update(_outcomes(session))
             report["modules"][module] = entry
             print(json.dumps({module: {k: v for k, v in entry.items() if k != "survivors"}}),
                   flush=True)
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"{args.group}.json"
-    out.write_text(json.dumps(report, indent=1))
-    print(f"wrote {out}")
+            if not args.list:
+                _write(report, name)  # after each module: a stopped run keeps what ran
+    report["complete"] = True
+    report["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    if not args.list:
+        print(f"wrote {_write(report, name)}")
 
 
 if __name__ == "__main__":
