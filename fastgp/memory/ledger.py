@@ -322,7 +322,7 @@ def budget_capacity():
     fastgp.memory.MemoryReading or None
         As :func:`budget_reading`; None where nothing can be read.
     """
-    return _ledger_reading(True, budget_reading)
+    return _ledger_reading(True, _own_view)
 
 
 def _with_reservations(source, entries):
