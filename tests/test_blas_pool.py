@@ -58,6 +58,60 @@ def test_release_joins_the_workers_and_the_next_call_restarts_them():
     assert same == "True"
 
 
+_CHILD_FIT_START = textwrap.dedent("""
+    import os
+    import numpy as np
+    from scipy.linalg import lapack
+    from threadpoolctl import threadpool_info
+    from fastgp._engine.threads import SERIAL_BELOW, threads_for
+    from fastgp._linalg.blas_pool import release_blas_workers
+    from fastgp._linalg.tiles import run_tiles, set_width
+
+    def tasks():
+        return len(os.listdir("/proc/self/task"))
+
+    pools = [i["num_threads"] for i in threadpool_info()
+             if i["internal_api"] == "openblas" and i["threading_layer"] == "pthreads"]
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((600, 600))
+    K = G @ G.T + 600 * np.eye(600)
+    previous = set_width(2)  # start the tile pool's threads, as a fit does
+    run_tiles([lambda: None] * 4)
+    set_width(previous)
+    lapack.dpotrf(K, lower=1)  # the caller's threaded call: workers spinning
+    before = tasks()
+    with threads_for(SERIAL_BELOW):
+        inside = tasks()
+    lapack.dpotrf(K, lower=1)
+    released_beside_idle_tiles = release_blas_workers()
+    print(max(pools, default=0), before, inside, released_beside_idle_tiles)
+""")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc")
+def test_a_fit_starts_with_the_workers_released_beside_the_idle_tile_threads():
+    """Workers left spinning by the caller's own threaded call are gone when
+    a fit starts, although the tile pool's (idle) threads are alive."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+    env.pop(RELEASE_ENV, None)
+    out = subprocess.run([sys.executable, "-c", _CHILD_FIT_START], env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
+    pool, before, inside, released = out
+    if int(pool) < 2:
+        pytest.skip("no pthreads OpenBLAS with two threads here: nothing to release")
+    assert int(inside) < int(before)
+    assert released == "True"
+
+
+def test_nothing_is_released_while_a_second_fit_is_in_progress(monkeypatch):
+    """With two fits entered (another thread's among them), nothing is
+    released even where no other Python thread is visible."""
+    from fastgp._linalg import blas_threads
+
+    monkeypatch.setattr(blas_threads, "_users", 2)
+    assert release_blas_workers() is False
+
+
 def test_nothing_is_released_while_another_python_thread_lives():
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)

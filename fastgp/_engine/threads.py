@@ -53,6 +53,7 @@ from contextlib import contextmanager
 
 import numba
 
+from .._linalg.blas_pool import release_blas_workers
 from .._linalg.blas_threads import enter as enter_blas
 from .._linalg.blas_threads import leave as leave_blas
 from .._linalg.blas_threads import set_count as set_blas_count
@@ -223,6 +224,9 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
     previous_width = width()
     try:
         set_blas_count(1)  # every BLAS call single-threaded: its bits
+        # workers left spinning by the caller's threaded BLAS calls would take
+        # the cores from the first evaluation (fastgp._linalg.blas_pool)
+        release_blas_workers()
         if serial:
             numba.set_num_threads(1)
             set_width(1)

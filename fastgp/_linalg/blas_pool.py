@@ -14,18 +14,30 @@ before ``fork``); the next threaded BLAS call starts them again
 (``blas_thread_init``, tens of microseconds). Thread counts set by the user
 or by threadpoolctl are kept.
 
+A fit also releases them as it starts (:func:`fastgp._engine.threads.threads_for`):
+inside it BLAS runs on one thread and never wakes them, but workers left
+spinning by the user's own threaded BLAS calls just before (building the
+data, the previous fit's last step) would share the cores with the first
+evaluation's tiles and passes for their 0.1 s.
+
 Safety. The shutdown frees the workers' buffers and joins them, so a BLAS
 call running at that moment in another thread of the same library would lose
-its workers. fastgp therefore releases only when the calling thread is the
-process's only Python thread (nothing else can be inside the library), and
-only for pthreads builds of OpenBLAS (an OpenMP build waits by its own
-OMP_WAIT_POLICY; MKL and BLIS are left alone). ``FASTGP_RELEASE_BLAS_WORKERS=0``
-switches it off.
+its workers. fastgp therefore releases only when no other thread can be
+inside the library: every other Python thread is one of fastgp's tile
+threads (:mod:`.tiles`), and at most one fit is in progress, the caller's
+own (the tile threads run only the tiles of a fit's :func:`~.tiles.run_tiles`,
+which waits for them, so between two such calls they are idle; a fit in
+another thread would be another Python thread). Only pthreads builds of
+OpenBLAS are released (an OpenMP build waits by its own OMP_WAIT_POLICY; MKL
+and BLIS are left alone). ``FASTGP_RELEASE_BLAS_WORKERS=0`` switches it off.
 """
 
 import ctypes
 import os
 import threading
+
+from . import blas_threads
+from .tiles import is_tile_worker
 
 __all__ = ["release_blas_workers", "RELEASE_ENV"]
 
@@ -60,11 +72,20 @@ def _enabled():
     return os.environ.get(RELEASE_ENV, "1").strip() != "0"
 
 
+def _nothing_else_in_blas():
+    """No other thread can be inside BLAS now (the module docstring)."""
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not is_tile_worker(thread):
+            return False
+    return blas_threads.users() <= 1
+
+
 def release_blas_workers():
     """Put OpenBLAS's spinning workers to sleep, when that is safe (module
     docstring). Returns whether it did."""
     global _shutdown_routines
-    if not _enabled() or threading.active_count() != 1:
+    if not _enabled() or not _nothing_else_in_blas():
         return False
     if _shutdown_routines is None:
         with _discovery_lock:

@@ -18,7 +18,7 @@ started second ends last (a fit changes no global state).
 
 import threading
 
-__all__ = ["enter", "leave", "set_count"]
+__all__ = ["enter", "leave", "set_count", "users"]
 
 _LOCK = threading.Lock()
 _users = 0
@@ -72,6 +72,12 @@ def set_count(count):
     with _LOCK:
         for lib, user in _saved or ():
             _set_library_threads(lib, min(count, user))
+
+
+def users():
+    """How many fits, predictions or evaluations are between :func:`enter`
+    and :func:`leave` now, in every thread."""
+    return _users
 
 
 def leave():

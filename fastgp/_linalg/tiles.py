@@ -24,7 +24,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["set_width", "width", "run_tiles", "usable_cpus", "TILE_ROWS", "TILE_COLUMNS"]
+__all__ = ["set_width", "width", "run_tiles", "usable_cpus", "is_tile_worker", "TILE_ROWS",
+           "TILE_COLUMNS"]
 
 #: Rows of one tile of a panel update or solve (dgemm, dtrsm), and the order
 #: of the diagonal blocks inside a fit from N = 2,048 on (below it,
@@ -42,6 +43,7 @@ TILE_COLUMNS = 128
 _local = threading.local()
 _pool = None
 _pool_lock = threading.Lock()
+_worker_idents = set()  # threading.get_ident() of the pool's threads
 
 
 def set_width(count):
@@ -68,12 +70,24 @@ def usable_cpus():
         return os.cpu_count() or 1
 
 
+def _register_worker():
+    _worker_idents.add(threading.get_ident())
+
+
+def is_tile_worker(thread):
+    """Whether ``thread`` (a :class:`threading.Thread`) is one of the tile
+    pool's threads. Between two calls of :func:`run_tiles` they are idle:
+    each call waits for every tile it submitted."""
+    return thread.ident in _worker_idents
+
+
 def _executor():
     global _pool
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=max(1, usable_cpus() - 1),
-                                       thread_name_prefix="fastgp-tiles")
+                                       thread_name_prefix="fastgp-tiles",
+                                       initializer=_register_worker)
         return _pool
 
 
