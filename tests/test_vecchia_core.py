@@ -348,6 +348,26 @@ def test_approximate_maxmin_levels_are_the_weighted_samples_of_their_size(rng, m
         np.testing.assert_array_equal(got, expected)
 
 
+def test_maxmin_update_pairs_filter_keeps_the_pairs_that_can_lower_a_key(rng):
+    # a pair can carry a key update where its squared distance is below the
+    # smaller of its two keys (with a relative slack of 1e-12) and that key
+    # is at most r2; the routine marks each pair and returns how many it kept
+    from fastgp._engine.maxmin import filter_update_pairs
+
+    X = rng.uniform(0.0, 1.0, size=(40, 2))
+    key = rng.uniform(0.0, 0.3, size=40)
+    a, b = np.triu_indices(40, 1)
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    r2 = 0.2
+    lim = np.minimum(key[a], key[b])
+    expected = (lim <= r2) & (((X[a] - X[b]) ** 2).sum(axis=1) < lim * (1.0 + 1e-12))
+    assert 0 < expected.sum() < a.size
+    keep = np.empty(a.size, dtype=np.bool_)
+    count = filter_update_pairs(od._transposed(X), key, a, b, r2, keep)
+    np.testing.assert_array_equal(keep, expected)
+    assert count == expected.sum()
+
+
 def test_random_order_is_deterministic():
     a = od.random_order(500, 7)
     np.testing.assert_array_equal(a, od.random_order(500, 7))

@@ -186,9 +186,13 @@ GROUPS = {
                                               "-k '(Matern12 or pair_schedule) and not thread "
                                               "and not fallback'"),
         "fastgp/_engine/maxmin.py": (_PURE + "tests/test_vecchia_core.py "
-                                     "-k 'maxmin and 200 or ties or outliers or random_order'"),
+                                     "-k 'maxmin and 200 or ties or outliers or random_order "
+                                     "or update_pairs_filter'"),
+        # the packed tiles' predictions, and the column tiles' likelihood
         "fastgp/_engine/vecchia_passes.py": (_PURE + "tests/test_vecchia_core.py -k "
-                                             "'value_alone or non_positive or packed_and_column'"),
+                                             "'value_alone or non_positive or packed_and_column "
+                                             "or prediction_equals and Matern32 "
+                                             "or dense_reference and Dot'"),
         "fastgp/_engine/vector_math.py": (_PURE + "tests/test_vector_math.py "
                                           "-k 'not large_and_special'"),
     }),
