@@ -375,6 +375,28 @@ def test_predictive_density_rows_are_independent_of_chunking(rng):
     np.testing.assert_allclose(parts[1], whole[1][[7, 2]], rtol=1e-12, atol=1e-14)
 
 
+def test_predictive_density_variance_floor_scales_with_the_prior_variance():
+    """At a training point of a noise-free model the predictive variance is
+    rounding (zero or below) and the floor decides it. Scaling the signal
+    variance by c and the targets by sqrt(c) scales every variance by c and
+    leaves the residual term alone, so the density shifts by exactly
+    D/2 log c, where the floor is relative to the prior variance (a floor
+    with an absolute part would not scale at c < 1)."""
+    X = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])  # k(x_i, x_j) ~ 1e-31
+    Y = np.array([[0.8, -0.3], [-0.5, 0.9], [0.2, 0.4]])
+    values = {}
+    for c in (1.0, 1e-6):
+        kernel = C(c) * RBF(0.5)
+        Yc = np.sqrt(c) * Y
+        L = np.asfortranarray(np.linalg.cholesky(kernel(X)))
+        A = np.linalg.solve(kernel(X), Yc)
+        density = PredictiveNegLogDensity(kernel, X, L, A, Yc)
+        values[c] = density(X, np.arange(3))[0]  # each row at its own point
+    D = Y.shape[1]
+    np.testing.assert_allclose(values[1e-6] - values[1.0], 0.5 * D * np.log(1e-6),
+                               rtol=1e-10)
+
+
 def test_fit_gradient_of_kinv_buffer_matches_numpy(rng):
     """The pass reads K^-1 from the lower triangle that dpotri leaves; the
     strict upper triangle is stale and must not matter."""

@@ -190,3 +190,18 @@ def test_a_first_fill_compiles_its_kernels_leaves_once_and_nothing_into_the_pass
     for event in compiled:  # (linked into a caller, a callee compiles inside it)
         if event["name"] in ("eval_tile", "radial_entry", "white_entry"):
             assert event["inside"] == [], event  # on its own, not inside a pass
+
+
+def test_precompile_workloads_run_and_reach_every_routine():
+    """``python -m fastgp.precompile``'s workloads, in this process (from the
+    cache the suite's other tests fill: seconds): each runs, and together
+    they compile or load every routine of fastgp._engine. The command itself,
+    in a fresh copy of the package, is test_cache_locations.py's (slow)."""
+    from fastgp import precompile
+    from fastgp._engine import config
+
+    routines = precompile.precompile()
+    assert set(routines) == set(precompile.engine_routines())
+    missing = sorted(name for name, d in routines.items()
+                     if not d.signatures and not config.cached_signatures(d))
+    assert missing == []

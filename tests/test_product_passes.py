@@ -117,3 +117,25 @@ def test_a_block_of_the_wrong_length_is_refused():
     covariance = make_covariance(RBF(), X)
     with pytest.raises(ValueError, match=r"shape \(20,\) or \(20, t\)"):
         covariance.matmat(covariance.kernel.theta, np.ones(19))
+
+
+@pytest.mark.parametrize("n", [TILE, 4 * TILE + 1, 10 * TILE + 3, 64 * TILE, 200 * TILE])
+def test_pair_schedule_meets_every_pair_of_blocks_once_and_each_block_once_a_round(n):
+    """The symmetric product's schedule (docs/design.md, "Products with
+    vectors"): B even row blocks that cover the rows; each round holds every
+    block once (so its pairs write disjoint rows), and every pair of
+    distinct blocks comes in exactly one round. From 2 blocks (one empty
+    round of pairs) to the cap of MAX_PAIR_BLOCKS."""
+    from fastgp._engine.product_passes import MAX_PAIR_BLOCKS, pair_schedule
+
+    bounds, rounds = pair_schedule(n)
+    blocks = bounds.size - 1
+    assert blocks % 2 == 0 and 2 <= blocks <= MAX_PAIR_BLOCKS
+    assert bounds[0] == 0 and bounds[-1] == n and np.all(np.diff(bounds) > 0)
+    assert rounds.shape == (blocks - 1, blocks // 2, 2)
+    for round_ in rounds:
+        np.testing.assert_array_equal(np.sort(round_.ravel()), np.arange(blocks))
+    assert np.all(rounds[:, :, 0] > rounds[:, :, 1])  # (I, J) with I > J
+    met = {tuple(pair) for pair in rounds.reshape(-1, 2).tolist()}
+    assert len(met) == rounds.shape[0] * rounds.shape[1]  # none twice
+    assert met == {(i, j) for i in range(blocks) for j in range(i)}

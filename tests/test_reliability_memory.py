@@ -221,6 +221,36 @@ def test_memory_fit_estimate_bounds_what_a_fit_allocates():
     assert estimate < 8 * n * n + 2**21  # the N x N buffer is all that grows as N^2
 
 
+def test_memory_iterative_estimate_grows_by_whole_vectors_in_each_size():
+    # O(N (k + t + d)) beside a fixed part: one more preconditioner column,
+    # target, probe or input dimension costs the same float64 N-vectors
+    # whatever the other sizes, and the part that is not fixed is
+    # proportional to N
+    sizes = dict(n_samples=1000, n_features=2, n_targets=1, n_probes=8, rank=50)
+    for name in ("n_features", "n_targets", "n_probes", "rank"):
+        steps = np.diff([memory.iterative_fit_bytes(**{**sizes, name: v}) for v in range(10)])
+        assert np.all(steps == steps[0]) and steps[0] > 0, (name, steps)
+        assert steps[0] % (8 * 1000) == 0, name
+    fixed = memory.iterative_fit_bytes(**{**sizes, "n_samples": 0})
+    assert (memory.iterative_fit_bytes(**{**sizes, "n_samples": 2000}) - fixed
+            == 2 * (memory.iterative_fit_bytes(**sizes) - fixed))
+
+
+def test_memory_laplace_estimate_keeps_every_factor_and_the_largest_models_work():
+    # every binary model's N x N factor stays alive; the working memory of
+    # the model in flight (column blocks of N x 256 floats among it) is that
+    # of the largest model and proportional to its N
+    fixed = memory.laplace_fit_bytes([], 2, 3)
+
+    def working(n):
+        return memory.laplace_fit_bytes([n], 2, 3) - fixed - 8 * n * n
+
+    assert working(1000) >= 8 * 1000 * 256
+    assert working(2000) == 2 * working(1000)
+    assert memory.laplace_fit_bytes([1000, 100, 100], 2, 3) \
+        == memory.laplace_fit_bytes([1000], 2, 3) + 2 * 8 * 100 * 100
+
+
 def test_memory_predict_cov_estimate_bounds_what_predict_allocates():
     gpr, _ = _small_fit(n=30, n_targets=2)
     m = 300
@@ -298,6 +328,32 @@ def test_memory_cgroup_v2_without_limits_gives_none(tmp_path):
     proc = _fake_v2(tmp_path, {"a/b": ("max", 100, 0), "a": ("max", 1, 0),
                                "": ("max", 0, 0)})
     assert memory.reading.cgroup_available(proc) is None
+
+
+def test_memory_cgroup_without_an_inactive_file_figure_counts_none_reclaimable(tmp_path):
+    # a memory.stat that does not list the key (or lists it unreadably):
+    # nothing is counted reclaimable, the figure is limit - usage exactly
+    proc = _fake_v2(tmp_path, {"a/b": (1_000_000, 400_000, 0), "a": ("max", 0, 0),
+                               "": ("max", 0, 0)})
+    stat = tmp_path / "cg" / "a" / "b" / "memory.stat"
+    for text in ("anon 5\nactive_file 7\n", "inactive_file n/a\n", ""):
+        _write(stat, text)
+        assert memory.reading.cgroup_available(proc).available == 1_000_000 - 400_000, text
+
+
+@pytest.mark.parametrize("malformed", [
+    "29 20 0:25 / - cgroup2 cgroup2 rw\n",  # the mount point missing
+    "29 20 0:25 / /sys/fs/cgroup rw - cgroup2\n",  # the source and options missing
+    "29 20 0:25 / /sys/fs/cgroup rw cgroup2 cgroup2 rw\n",  # no separator
+], ids=["no-mount-point", "no-source-or-options", "no-separator"])
+def test_memory_cgroup_mountinfo_skips_malformed_lines(tmp_path, malformed):
+    proc = _fake_v2(tmp_path, {"a/b": (1_000_000, 400_000, 0), "a": ("max", 0, 0),
+                               "": ("max", 0, 0)})
+    mountinfo = tmp_path / "proc" / "mountinfo"
+    _write(mountinfo, malformed + mountinfo.read_text())
+    reading = memory.reading.cgroup_available(proc)
+    assert reading.available == 1_000_000 - 400_000
+    assert reading.source.endswith(str(tmp_path / "cg" / "a" / "b"))
 
 
 def test_memory_cgroup_v1_limit_with_namespaced_path(tmp_path):

@@ -301,6 +301,73 @@ def test_approximate_maxmin_keeps_outliers_early():
     assert 0.5 <= dev["ratio_min"] and dev["ratio_max"] <= 2.0
 
 
+def test_approximate_maxmin_levels_are_the_weighted_samples_of_their_size(rng, monkeypatch):
+    """Each nested subset is the first point and the ceil(n / factor) - 1
+    other points of the level above with the largest keys log(u) / w
+    (Efraimidis & Spirakis 2006; equal weights here, density_fraction=0, so
+    the largest uniform draws): checked against the draws the ordering made
+    and the subsets it handed on to its exact and continued phases."""
+
+    class Recording(np.random.RandomState):
+        draws = []
+
+        def uniform(self, *args, **kwargs):
+            u = super().uniform(*args, **kwargs)
+            self.draws.append(u)
+            return u
+
+    handed = {"base": None, "levels": []}
+    exact, continued = od._exact, od._continue
+
+    def record_exact(X_base, first):
+        handed["base"] = X_base
+        return exact(X_base, first)
+
+    def record_continue(X_all, level, prefix):
+        handed["levels"].append(level)
+        return continued(X_all, level, prefix)
+
+    monkeypatch.setattr(od, "_exact", record_exact)
+    monkeypatch.setattr(od, "_continue", record_continue)
+    X = rng.uniform(0.0, 1.0, size=(200, 2))
+    state = Recording(5)
+    order = od.maxmin_order(X, random_state=state, exact_below=100, base_size=50,
+                            subset_factor=2, density_fraction=0)
+    first = int(np.argmin(((X - X.mean(axis=0)) ** 2).sum(axis=1)))
+    assert order[0] == first
+    levels = [np.arange(200)]
+    for u in state.draws:  # 200 -> 100 -> 50 points
+        current = levels[-1]
+        size = -(-current.size // 2)
+        others = current[current != first]
+        levels.append(np.sort(np.append(others[np.argsort(-u)[:size - 1]], first)))
+    assert [level.size for level in levels] == [200, 100, 50]
+    np.testing.assert_array_equal(handed["base"], X[levels[-1]])
+    assert len(handed["levels"]) == 2
+    for got, expected in zip(handed["levels"], reversed(levels[:-1])):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_maxmin_update_pairs_filter_keeps_the_pairs_that_can_lower_a_key(rng):
+    # a pair can carry a key update where its squared distance is below the
+    # smaller of its two keys (with a relative slack of 1e-12) and that key
+    # is at most r2; the routine marks each pair and returns how many it kept
+    from fastgp._engine.maxmin import filter_update_pairs
+
+    X = rng.uniform(0.0, 1.0, size=(40, 2))
+    key = rng.uniform(0.0, 0.3, size=40)
+    a, b = np.triu_indices(40, 1)
+    a, b = a.astype(np.int64), b.astype(np.int64)
+    r2 = 0.2
+    lim = np.minimum(key[a], key[b])
+    expected = (lim <= r2) & (((X[a] - X[b]) ** 2).sum(axis=1) < lim * (1.0 + 1e-12))
+    assert 0 < expected.sum() < a.size
+    keep = np.empty(a.size, dtype=np.bool_)
+    count = filter_update_pairs(od._transposed(X), key, a, b, r2, keep)
+    np.testing.assert_array_equal(keep, expected)
+    assert count == expected.sum()
+
+
 def test_random_order_is_deterministic():
     a = od.random_order(500, 7)
     np.testing.assert_array_equal(a, od.random_order(500, 7))

@@ -163,7 +163,7 @@ GROUPS = {
         "fastgp/memory/refuse.py": _MEMORY,
         "fastgp/memory/switch.py": _MEMORY,
         "fastgp/memory/units.py": _MEMORY,
-        "fastgp/precompile.py": "tests/test_numba_cache.py -k stamp",
+        "fastgp/precompile.py": "tests/test_numba_cache.py -k 'stamp or precompile'",
         "fastgp/regressor.py": "tests/test_regressor.py",
         # the two engine modules outside the cache stamp (no compiled code,
         # config.STAMPED_MODULES): a mutant recompiles nothing, and their
@@ -183,11 +183,16 @@ GROUPS = {
             _PURE + "tests/test_gplvm_gradient.py -k 'not 255 and not 257 and not thread "
             "and not read_only and not equals_regression'"),
         "fastgp/_engine/product_passes.py": (_PURE + "tests/test_product_passes.py "
-                                              "-k 'Matern12 and not thread and not fallback'"),
+                                              "-k '(Matern12 or pair_schedule) and not thread "
+                                              "and not fallback'"),
         "fastgp/_engine/maxmin.py": (_PURE + "tests/test_vecchia_core.py "
-                                     "-k 'maxmin and 200 or ties or outliers or random_order'"),
+                                     "-k 'maxmin and 200 or ties or outliers or random_order "
+                                     "or update_pairs_filter'"),
+        # the packed tiles' predictions, and the column tiles' likelihood
         "fastgp/_engine/vecchia_passes.py": (_PURE + "tests/test_vecchia_core.py -k "
-                                             "'value_alone or non_positive or packed_and_column'"),
+                                             "'value_alone or non_positive or packed_and_column "
+                                             "or prediction_equals and Matern32 "
+                                             "or dense_reference and Dot'"),
         "fastgp/_engine/vector_math.py": (_PURE + "tests/test_vector_math.py "
                                           "-k 'not large_and_special'"),
     }),
