@@ -8,7 +8,9 @@
   (fastgp._engine.compile_time), which the fit's clock uses;
 - LAPACK and BLAS only inside fastgp/_linalg; the thread governor sets how
   many threads run its tiles and BLAS (fastgp._linalg.tiles and
-  fastgp._linalg.blas_threads, which import nothing of fastgp);
+  fastgp._linalg.blas_threads, which import nothing of fastgp) and sends
+  OpenBLAS's spinning workers to sleep as a fit starts
+  (fastgp._linalg.blas_pool, which imports those two only);
 - the estimators never import the engine or LAPACK;
 - no solver folder imports another (fastgp/_solvers/<name>/);
 - each layer imports only the layers below it;
@@ -47,7 +49,7 @@ DOORS = {
 #: folder -> the fastgp modules (prefixes) it may import: the layers below.
 BELOW = {
     "_engine/": {"fastgp._engine", "fastgp._linalg.tiles", "fastgp._linalg.blas_threads",
-                 "fastgp.exceptions"},
+                 "fastgp._linalg.blas_pool", "fastgp.exceptions"},
     "_linalg/": {"fastgp._linalg", "fastgp.exceptions"},
     "memory/": {"fastgp.memory", "fastgp.exceptions", "fastgp._user_warnings"},
     "_backend/": {"fastgp._backend", "fastgp._engine", "fastgp.exceptions",
