@@ -18,7 +18,8 @@ from fastgp._backend.covariance import make_covariance
 from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
-_CHILD = textwrap.dedent("""
+# a pthreads OpenBLAS's thread count, a task counter and an SPD matrix
+_CHILD_START = textwrap.dedent("""
     import os, sys
     import numpy as np
     from scipy.linalg import lapack
@@ -33,6 +34,9 @@ _CHILD = textwrap.dedent("""
     rng = np.random.default_rng(0)
     G = rng.standard_normal((600, 600))
     K = G @ G.T + 600 * np.eye(600)
+""")
+
+_CHILD = _CHILD_START + textwrap.dedent("""
     first = lapack.dpotrf(K, lower=1)[0]
     before = tasks()
     released = release_blas_workers()
@@ -58,23 +62,9 @@ def test_release_joins_the_workers_and_the_next_call_restarts_them():
     assert same == "True"
 
 
-_CHILD_FIT_START = textwrap.dedent("""
-    import os
-    import numpy as np
-    from scipy.linalg import lapack
-    from threadpoolctl import threadpool_info
+_CHILD_FIT_START = _CHILD_START + textwrap.dedent("""
     from fastgp._engine.threads import SERIAL_BELOW, threads_for
-    from fastgp._linalg.blas_pool import release_blas_workers
     from fastgp._linalg.tiles import run_tiles, set_width
-
-    def tasks():
-        return len(os.listdir("/proc/self/task"))
-
-    pools = [i["num_threads"] for i in threadpool_info()
-             if i["internal_api"] == "openblas" and i["threading_layer"] == "pthreads"]
-    rng = np.random.default_rng(0)
-    G = rng.standard_normal((600, 600))
-    K = G @ G.T + 600 * np.eye(600)
     previous = set_width(2)  # start the tile pool's threads, as a fit does
     run_tiles([lambda: None] * 4)
     set_width(previous)
