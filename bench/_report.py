@@ -19,6 +19,10 @@ TARGETS = [
 ]
 
 
+#: The smallest N of the past-one-buffer rows that the claims rest on.
+VECCHIA_CLAIM_N = 100_000
+
+
 def _ok(doc, library, problem, n, kind="loss_grad"):
     for r in doc["cases"]:
         if (r["library"] == library and r["problem"] == problem and r["n"] == n
@@ -90,7 +94,10 @@ def _header(doc):
     peers = ", ".join(f"{name} {v.get(name)}" for name in
                       ("scikit-learn", "GPy", "torch", "gpytorch", "jax") if v.get(name))
     lines = ["# fastgp against the LAPACK floor and its peers", ""]
-    if doc.get("quick") or doc.get("in_process") or max(doc["settings"]["sizes"] or [0]) < 2000:
+    small_exact = doc["cases"] and max(doc["settings"]["sizes"] or [0]) < 2000
+    small_vecchia = max([row["n"] for row in doc.get("vecchia") or []] or [VECCHIA_CLAIM_N]) \
+        < VECCHIA_CLAIM_N
+    if doc.get("quick") or doc.get("in_process") or small_exact or small_vecchia:
         lines += ["> **Placeholder from a small quick run**: the sizes are too small for the "
                   "claims, and the machine may have been shared. Rerun "
                   "`python -m bench.compare` on a quiet machine for the figures that count.", ""]
@@ -235,6 +242,48 @@ def _largest_section(doc):
     return lines
 
 
+#: The past-one-buffer rows' libraries: (key in a row, label)
+VECCHIA_LIBRARIES = (("fastgp", 'fastgp `solver="vecchia"`'),
+                     ("gpboost", 'GPBoost `gp_approx="vecchia"`'))
+
+
+def _vecchia_section(doc):
+    """One table of the past-one-buffer rows (bench.compare's --vecchia-sizes)."""
+    rows = doc.get("vecchia")
+    if not rows:
+        return []
+    m, threads, n_query = rows[0]["m"], rows[0]["threads"], rows[0]["n_query"]
+    lines = ["## Past one buffer: Vecchia's approximation against GPBoost's", "",
+             "2-D Matern 1.5 field plus noise (bench/bench_vecchia.py's `matern2d`), "
+             f"C * Matern(1.5) + White against GPBoost's Matern 1.5 with a nugget, m = {m} "
+             f"neighbours, a random ordering and {threads} threads for both, each library in "
+             "a fresh process on the same data, from its own default start; scored on "
+             f"{n_query:,} held-out points of the same field. Times in s; peak is the "
+             "process's peak resident memory; the last column is the fit's time over "
+             "fastgp's.", "",
+             "| N | library | fit (s) | predict (s) | RMSE | CRPS | 95 % coverage "
+             "| peak (MB) | fit / fastgp |",
+             "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    skipped = []
+    for row in rows:
+        fast = row["fastgp"] if row["fastgp"].get("status") == "ok" else None
+        for key, label in VECCHIA_LIBRARIES:
+            r = row[key]
+            if r.get("status") != "ok":
+                skipped.append(f"- {label} at N = {row['n']:,}: {r.get('status')}: "
+                               f"{r.get('reason', '')}")
+                continue
+            s = r["scores"]
+            ratio = r["fit_s"] / fast["fit_s"] if fast else None
+            lines.append(f"| {row['n']:,} | {label} | {_s(r['fit_s'])} | {_s(r['predict_s'])} "
+                         f"| {s['RMSE']:.4f} | {s['CRPS']:.4f} | {s['coverage']:.3f} | "
+                         f"{_s(r.get('peak_rss_bytes', 0) / 2**20)} | {_s(ratio)} |")
+    lines.append("")
+    if skipped:
+        lines += ["Skipped or failed:", ""] + skipped + [""]
+    return lines
+
+
 def render_markdown(doc, images=()):
     lines = _header(doc) + _targets_section(doc)
     for problem in ("1d", "ard10", "seattle", "gplvm", "gpc"):
@@ -242,7 +291,7 @@ def render_markdown(doc, images=()):
     if "gplvm" in doc["settings"]["problems"] and not _ok_any(doc, "fastgp-gplvm"):
         lines += ["The fastgp GPLVM rows are skipped: fastgp's GPLVM objective "
                   "(fastgp._solvers.cholesky.latent) did not run here (see bench/peers/gplvm.py).", ""]
-    lines += _fit_section(doc) + _largest_section(doc)
+    lines += _fit_section(doc) + _largest_section(doc) + _vecchia_section(doc)
     if images:
         lines += ["## Plots", ""]
         for path in images:

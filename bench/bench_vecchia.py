@@ -8,6 +8,7 @@ competition data?
     python -m bench.bench_vecchia --case accuracy --problem ard10 --n 10000
     python -m bench.bench_vecchia --case prediction --ms 30 --ms-predict 30,60,120,240
     python -m bench.bench_vecchia --case memory --sizes 100000,1000000
+    python -m bench.bench_vecchia --case memory --sizes 100000 --optimise
     python -m bench.bench_vecchia --case crossover --sizes 1000,2000,4000,8000
     python -m bench.bench_vecchia --case gpboost --sizes 100000,1000000
     python -m bench.bench_vecchia --case heaton
@@ -41,7 +42,8 @@ Cases:
   ``--ms-predict`` (whether more prediction neighbours than fit neighbours
   pay);
 - ``memory``: the peak resident memory of a fit without optimisation (its
-  largest arrays: the layout, the passes, the final model) beside
+  largest arrays: the layout, the passes, the final model; ``--optimise``:
+  with it, whose evaluations add only the optimiser's vectors) beside
   ``fastgp.memory.vecchia_fit_bytes``, one fresh process per N;
 - ``crossover``: one loss+gradient of each solver at each N (the figures
   behind ``solver="auto"``'s switch);
@@ -67,7 +69,9 @@ cache); the printed lines are the tables of docs/benchmarks.md.
 import argparse
 import json
 import math
+import os
 import resource
+import subprocess
 import sys
 import time
 
@@ -82,6 +86,10 @@ HEATON_PUBLISHED = {"SPDE": 0.86, "LatticeKrig": 0.87, "periodic embedding": 0.9
                     "linear trend alone": 1.87}
 N_QUERY = 10_000
 N_HELD_OUT = 2_000
+#: Threads of each library in the GPBoost comparison.
+GPBOOST_THREADS = 2
+#: What sets a child's thread counts (``_run``'s ``threads``).
+THREAD_VARIABLES = ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 # ------------------------------------------------------------------- data
@@ -214,9 +222,9 @@ def child_scale(spec):
 
 
 def child_memory(spec):
-    """The peak resident memory of one fit without optimisation (the
-    layout, the passes, the final model: the fit's largest arrays) beside
-    fastgp.memory.vecchia_fit_bytes."""
+    """The peak resident memory of one fit, without optimisation unless
+    ``spec["optimise"]`` (the layout, the passes, the final model: the
+    fit's largest arrays), beside fastgp.memory.vecchia_fit_bytes."""
     from fastgp import GaussianProcessRegressor
     from fastgp.memory import vecchia_fit_bytes
 
@@ -224,10 +232,12 @@ def child_memory(spec):
     _warm_up()
     X, y, kernel = problem_data(spec["problem"], spec["n"])
     gpr = GaussianProcessRegressor(kernel, solver="vecchia", random_state=0,
-                                   n_neighbors=spec["m"], optimizer=None)
+                                   n_neighbors=spec["m"],
+                                   optimizer="fmin_l_bfgs_b" if spec.get("optimise") else None)
     with PeakMemory() as memory:
         gpr.fit(X, y)
     return {"fit_delta_bytes": memory.delta_bytes, "fit_peak_bytes": memory.peak_bytes,
+            "n_evaluations": int(gpr.n_evaluations_),
             "estimate_bytes": vecchia_fit_bytes(X.shape[0], X.shape[1], 1, spec["m"]),
             "method": memory.method}
 
@@ -359,7 +369,8 @@ def child_gpboost(spec):
     model = gpboost.GPModel(gp_coords=X, cov_function="matern", cov_fct_shape=1.5,
                             likelihood="gaussian", gp_approx="vecchia",
                             num_neighbors=spec["m"], vecchia_ordering="random",
-                            num_parallel_threads=2, seed=0)
+                            num_parallel_threads=spec.get("threads", GPBOOST_THREADS),
+                            seed=0)
     model.fit(y=y)
     fit_s = time.perf_counter() - start
     start = time.perf_counter()
@@ -411,13 +422,55 @@ CHILDREN = {"scale": child_scale, "exact": child_exact, "accuracy": child_accura
 
 
 # ------------------------------------------------------------------ parent
-def _run(kind, timeout_s=7200, python=None, **spec):
+def _run(kind, timeout_s=7200, python=None, threads=None, **spec):
+    """One child (``kind`` of CHILDREN) in a fresh process; ``threads``: the
+    child's thread count (Numba's, OpenMP's and OpenBLAS's; GPBoost's own in
+    spec), else the machine's default."""
+    env = None
+    if threads is not None:
+        spec["threads"] = int(threads)
+        env = dict(os.environ, **{name: str(int(threads)) for name in THREAD_VARIABLES})
     result = run_in_subprocess("bench.bench_vecchia", dict(spec, kind=kind),
-                               timeout_s=timeout_s, python=python)
+                               timeout_s=timeout_s, python=python, env=env)
     if result.get("status") != "ok":
         print(f"  {kind} {spec}: {result.get('status')}: {result.get('reason', '')}"[:400],
               flush=True)
     return result
+
+
+def gpboost_unavailable(python=None):
+    """None where ``python`` (default: this interpreter) can import gpboost,
+    else why not (a short string): the comparison's skipped row."""
+    python = python or sys.executable
+    if not os.path.exists(python):
+        return f"no Python interpreter at {python} (--gpboost-python)"
+    check = "import importlib.util, sys; sys.exit(importlib.util.find_spec('gpboost') is None)"
+    try:
+        found = subprocess.run([python, "-c", check], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{python} did not run: {exc}"
+    if found.returncode != 0:
+        return ("gpboost is not installed there (python -m venv venv-gpboost && "
+                "venv-gpboost/bin/pip install gpboost numpy scipy; then --gpboost-python "
+                "venv-gpboost/bin/python)")
+    return None
+
+
+def gpboost_pair(n, m, ordering="random", threads=GPBOOST_THREADS, gpboost_python=None,
+                 timeout_s=7200):
+    """fastgp's and GPBoost's Vecchia fits of ``matern2d`` at N = ``n`` with m
+    neighbours on ``threads`` threads, each in a fresh process on the same
+    data (module docstring, ``gpboost``): {"n", "m", "threads", "n_query",
+    "fastgp", "gpboost"}, the last two the children's results (GPBoost's
+    marked skipped where ``gpboost_python`` has no gpboost)."""
+    ours = _run("gpboost-fastgp", n=n, m=m, ordering=ordering, threads=threads,
+                timeout_s=timeout_s)
+    why_not = gpboost_unavailable(gpboost_python)
+    theirs = (dict(status="skipped", reason=why_not) if why_not else
+              _run("gpboost", n=n, m=m, threads=threads, python=gpboost_python,
+                   timeout_s=timeout_s))
+    return {"n": n, "m": m, "threads": threads, "n_query": N_QUERY, "fastgp": ours,
+            "gpboost": theirs}
 
 
 def _peak(result):
@@ -489,10 +542,12 @@ def case_prediction(args):
 def case_memory(args):
     rows = []
     for n in args.sizes:
-        r = _run("memory", problem=args.problem, n=n, m=args.m)
+        r = _run("memory", problem=args.problem, n=n, m=args.m, optimise=args.optimise)
         rows.append(dict(r, n=n))
         if r.get("status") == "ok":
-            print(f"{args.problem} N = {n:,}, m = {args.m}: fit (no optimiser) peak "
+            how = (f"with the optimiser, {r['n_evaluations']} evaluations" if args.optimise
+                   else "no optimiser")
+            print(f"{args.problem} N = {n:,}, m = {args.m}: fit ({how}) peak "
                   f"{r['fit_delta_bytes'] / 1e6:,.0f} MB above the process's, estimate "
                   f"{r['estimate_bytes'] / 1e6:,.0f} MB "
                   f"({r['estimate_bytes'] / max(r['fit_delta_bytes'], 1):.2f} x)", flush=True)
@@ -514,10 +569,10 @@ def case_crossover(args):
 def case_gpboost(args):
     rows = []
     for n in args.sizes:
-        ours = _run("gpboost-fastgp", n=n, m=args.m, ordering=args.ordering)
-        theirs = _run("gpboost", n=n, m=args.m, python=args.gpboost_python)
-        rows.append({"n": n, "fastgp": ours, "gpboost": theirs})
-        for name, r in (("fastgp", ours), ("GPBoost", theirs)):
+        row = gpboost_pair(n, args.m, ordering=args.ordering,
+                           gpboost_python=args.gpboost_python)
+        rows.append(row)
+        for name, r in (("fastgp", row["fastgp"]), ("GPBoost", row["gpboost"])):
             if r.get("status") == "ok":
                 s = r["scores"]
                 print(f"N = {n:,}, m = {args.m}, {name}: fit {r['fit_s']:.1f} s, predict "
@@ -568,6 +623,8 @@ def parse_args(argv=None):
     parser.add_argument("--nu", type=float, default=0.5, help="the Matern's nu (heaton)")
     parser.add_argument("--ordering", choices=["maxmin", "random"], default="random",
                         help="fastgp's ordering (gpboost)")
+    parser.add_argument("--optimise", action="store_true",
+                        help="memory: fit with the optimiser (default: without)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gpboost-python", default=None,
                         help="the Python of GPBoost's own environment (default: this one)")

@@ -6,6 +6,8 @@ and JAX in time and memory per loss+gradient, as N grows?
     python -m bench.compare --peers fastgp,sklearn --max-n 5000
     python -m bench.compare --largest-n verify   # also search the largest N
     python -m bench.compare --peers fastgp,sklearn --problems gpc --fit-n 0
+    python -m bench.compare --problems "" --vecchia-sizes 100000 \
+        --gpboost-python venv-gpboost/bin/python    # past one buffer: GPBoost
 
 For each problem (``1d``: x standard normal, y = sin(x) + 0.01 noise, C*RBF
 + White; ``ard10``: 10-D inputs, one length scale per dimension; ``gplvm``:
@@ -22,7 +24,22 @@ says why in bench/_problems.py). A full fit at one N (2,000 by default;
 ``1d``, ``ard10`` and ``gpc``) from the same start with the same L-BFGS-B driver
 gives wall time, evaluations and the final log marginal likelihood.
 
-A peer that is not installed is reported as skipped; so is a case whose
+Past one buffer (``--vecchia-sizes``, default none): for each N,
+fastgp's ``solver="vecchia"`` against GPBoost's ``GPModel(gp_approx=
+"vecchia")``, bench/bench_vecchia.py's ``gpboost`` case (its children, run
+the same way): the same 2-D Matern 1.5 field, C * Matern(1.5) + White
+against GPBoost's Matern 1.5 with a nugget, ``--vecchia-m`` neighbours
+(default 20) and two threads for both, a random ordering for both, each
+library in its own fresh process (always, even with ``--in-process``),
+scored on 10,000 held-out points: fit and predict time, RMSE, CRPS, 95 %
+coverage, the process's peak resident memory, and GPBoost's fit time over
+fastgp's. GPBoost runs under ``--gpboost-python``, the interpreter of an
+environment of its own (``python -m venv venv-gpboost &&
+venv-gpboost/bin/pip install gpboost numpy scipy``; default: this one).
+``--problems ""`` runs this part alone.
+
+A peer that is not installed is reported as skipped (GPBoost too, where
+``--gpboost-python`` has no gpboost); so is a case whose
 estimated memory exceeds what the machine has free, and a process that grows
 past 90 % of the free memory is killed and reported (a per-process guard).
 
@@ -46,9 +63,10 @@ from ._measure import (
     write_json,
 )
 from ._problems import PROBLEMS, n_theta
+from .bench_vecchia import gpboost_pair
 from .peers import get_adapter, library_for
 
-__all__ = ["main", "parse_args", "plan_cases", "run_comparison"]
+__all__ = ["main", "parse_args", "plan_cases", "run_comparison", "run_vecchia"]
 
 REGRESSION_PEERS = ["fastgp", "fastgp-iterative", "sklearn", "gpy", "gpytorch-exact",
                     "gpytorch", "jax"]
@@ -56,6 +74,8 @@ DEFAULT_SIZES = [1000, 2000, 5000, 10000]
 QUICK_SIZES = [1000, 2000]
 GPLVM_SIZES = [1000, 2000, 5000]
 QUICK_GPLVM_SIZES = [1000]
+#: neighbours of both libraries' Vecchia fits (--vecchia-m)
+VECCHIA_M = 20
 #: share of the free memory a case may be estimated to use / may grow to
 ESTIMATE_SHARE, GUARD_SHARE = 0.85, 0.90
 
@@ -78,10 +98,19 @@ def parse_args(argv=None):
     parser.add_argument("--gplvm-sizes", type=_int_list, default=None,
                         help=f"N for the GPLVM rows (default {GPLVM_SIZES})")
     parser.add_argument("--max-n", type=int, default=None,
-                        help="drop every size above this")
+                        help="drop every size above this (not --vecchia-sizes)")
+    parser.add_argument("--vecchia-sizes", type=_int_list, default=[],
+                        help="N of the past-one-buffer rows, fastgp's Vecchia against "
+                             "GPBoost's (default: none)")
+    parser.add_argument("--vecchia-m", type=int, default=VECCHIA_M,
+                        help=f"neighbours of both Vecchia fits (default {VECCHIA_M})")
+    parser.add_argument("--gpboost-python", default=None,
+                        help="the Python of GPBoost's own environment (default: this "
+                             "one; skipped where it has no gpboost)")
     parser.add_argument("--problems", default="1d,ard10,gplvm",
                         help="comma-separated from 1d, ard10, gplvm, seattle, gpc "
-                             "(binary classification: fastgp and sklearn only)")
+                             "(binary classification: fastgp and sklearn only); \"\": "
+                             "none (with --vecchia-sizes, that part alone)")
     parser.add_argument("--peers", default=",".join(REGRESSION_PEERS),
                         help="comma-separated from " + ", ".join(REGRESSION_PEERS)
                              + " (GPLVM rows use fastgp, gpy, jax; gpc rows fastgp, sklearn)")
@@ -210,6 +239,30 @@ def _run_one(spec, args, in_process):
     return result
 
 
+def run_vecchia(args):
+    """The past-one-buffer rows: for each N of ``--vecchia-sizes``, fastgp's
+    and GPBoost's Vecchia fits, each in a fresh process
+    (:func:`bench.bench_vecchia.gpboost_pair`)."""
+    rows = []
+    for n in args.vecchia_sizes:
+        row = gpboost_pair(n, args.vecchia_m, gpboost_python=args.gpboost_python,
+                           timeout_s=args.timeout)
+        rows.append(row)
+        for library in ("fastgp", "gpboost"):
+            _print_vecchia(n, library, row[library])
+    return rows
+
+
+def _print_vecchia(n, library, r):
+    label = f"{library + '-vecchia':>15} matern2d N={n:>6} fit+pred "
+    if r.get("status") != "ok":
+        print(f"{label} {r.get('status')}: {r.get('reason', '')}", flush=True)
+        return
+    print(f"{label} fit {r['fit_s']:.3g} s  predict {r['predict_s']:.3g} s  RMSE "
+          f"{r['scores']['RMSE']:.4f}  peak {r.get('peak_rss_bytes', 0) / MB:.0f} MB",
+          flush=True)
+
+
 def _print_case(r):
     label = f"{r['library']:>15} {r['problem']:>6} N={r['n']:>6} {r['kind']:<9}"
     if r["status"] != "ok":
@@ -295,10 +348,13 @@ def run_comparison(args):
         quick=bool(args.quick),
         in_process=bool(args.in_process),
         settings=dict(sizes=args.sizes, gplvm_sizes=args.gplvm_sizes, fit_n=args.fit_n,
-                      problems=args.problems, peers=args.peers, seed=args.seed),
+                      problems=args.problems, peers=args.peers, seed=args.seed,
+                      vecchia_sizes=args.vecchia_sizes, vecchia_m=args.vecchia_m),
         environment=env,
         cases=results,
     )
+    if args.vecchia_sizes:
+        doc["vecchia"] = run_vecchia(args)
     if args.largest_n:
         doc["largest_n"] = largest_n(args, results)
     return doc

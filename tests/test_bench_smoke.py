@@ -70,6 +70,8 @@ def test_compare_writes_markdown_and_json_with_expected_rows(tmp_path, monkeypat
     assert "Full fit from the same start" in md and "| 1d | 48 | scikit-learn |" in md
     assert "GPy at N = 64: skipped: no_such_module_for_fastgp_smoke is not installed" in md
     assert "Placeholder" in md  # tiny N: the file says it is not the real figures
+    # no past-one-buffer rows unless asked for (--vecchia-sizes)
+    assert "vecchia" not in doc and "Past one buffer" not in md
 
 
 def test_compare_classifier_rows_fastgp_against_sklearn(tmp_path):
@@ -104,6 +106,60 @@ def test_compare_classifier_rows_fastgp_against_sklearn(tmp_path):
     np.testing.assert_allclose(fast_fit["final_nlml"], sk_fit["final_nlml"], rtol=1e-6)
     np.testing.assert_allclose(sk_fit["reference_nlml"], sk_fit["final_nlml"], rtol=1e-8)
     assert "| gpc | 40 | scikit-learn GaussianProcessClassifier |" in md
+
+
+def test_compare_parses_the_past_one_buffer_options():
+    args = compare.parse_args([])
+    assert (args.vecchia_sizes, args.vecchia_m, args.gpboost_python) == ([], 20, None)
+    args = compare.parse_args(["--vecchia-sizes", "5000,1e5", "--vecchia-m", "30",
+                               "--gpboost-python", "gpboost-python", "--max-n", "2000",
+                               "--problems", ""])
+    # --max-n caps the exact path's sizes, not these
+    assert args.vecchia_sizes == [5000, 100000] and args.vecchia_m == 30
+    assert args.gpboost_python == "gpboost-python" and args.problems == []
+
+
+def test_compare_runs_the_vecchia_rows_and_skips_a_missing_gpboost(tmp_path):
+    # --problems "": the past-one-buffer rows alone, fastgp's in a fresh
+    # process; GPBoost's interpreter does not exist, so its row is skipped
+    missing = tmp_path / "no-such-python"
+    argv = ["--problems", "", "--vecchia-sizes", "500", "--vecchia-m", "10",
+            "--gpboost-python", str(missing), "--no-plots", "--out-dir", str(tmp_path)]
+    assert compare.main(argv) == 0
+    doc = json.loads((tmp_path / "comparison.json").read_text())
+    assert doc["cases"] == [] and doc["settings"]["vecchia_sizes"] == [500]
+    (row,) = doc["vecchia"]
+    assert (row["n"], row["m"], row["threads"]) == (500, 10, 2)
+    assert row["fastgp"]["status"] == "ok", row["fastgp"]
+    assert row["fastgp"]["fit_s"] > 0 and 0 < row["fastgp"]["scores"]["RMSE"] < 1
+    assert row["gpboost"]["status"] == "skipped"
+    assert "no Python interpreter" in row["gpboost"]["reason"]
+    md = (tmp_path / "comparison.md").read_text()
+    assert "## Past one buffer: Vecchia's approximation against GPBoost's" in md
+    assert '| 500 | fastgp `solver="vecchia"` |' in md
+    assert 'GPBoost `gp_approx="vecchia"` at N = 500: skipped: no Python interpreter' in md
+    assert "Placeholder" in md  # N = 500: not the figures that count
+
+
+def test_compare_vecchia_table_gives_gpboosts_fit_time_over_fastgps():
+    from bench._report import render_markdown
+
+    def side(fit_s):
+        return {"status": "ok", "fit_s": fit_s, "predict_s": 0.5, "peak_rss_bytes": 2**29,
+                "scores": {"RMSE": 0.1029, "CRPS": 0.0581, "coverage": 0.95}}
+
+    doc = {"command": "python -m bench.compare", "quick": False, "cases": [],
+           "settings": {"sizes": [], "problems": []},
+           "environment": {"versions": {}, "date_utc": "now", "cpu_model": "cpu",
+                           "cpu_count": 2, "memory_total_gb": 1.0,
+                           "memory_available_gb": 1.0, "platform": "linux", "python": "3"},
+           "vecchia": [{"n": 100000, "m": 20, "threads": 2, "n_query": 10000,
+                        "fastgp": side(4.0), "gpboost": side(130.0)}]}
+    md = render_markdown(doc)
+    assert ('| 100,000 | GPBoost `gp_approx="vecchia"` | 130 | 0.5 | 0.1029 | 0.0581 | '
+            '0.950 | 512 | 32.5 |') in md
+    assert '| 100,000 | fastgp `solver="vecchia"` | 4 | 0.5 |' in md
+    assert "m = 20 neighbours" in md and "Placeholder" not in md
 
 
 def test_compare_skips_cases_estimated_not_to_fit(tmp_path, monkeypatch):

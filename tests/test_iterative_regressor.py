@@ -196,7 +196,7 @@ def test_auto_takes_cholesky_when_the_buffer_fits(monkeypatch):
 
 
 def test_auto_switches_to_vecchia_with_a_warning_where_the_buffer_does_not_fit(monkeypatch):
-    n = 2000  # past the Vecchia estimate's fixed 16 MiB
+    n = 2000  # past the Vecchia estimate's fixed 8 MiB
     X, y = _data(n=n)
     kwargs = dict(preconditioner_rank=10, n_probes=4, optimizer=None)
     dense = memory.fit_bytes(n, 1, 1, 3)

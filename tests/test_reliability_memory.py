@@ -251,6 +251,32 @@ def test_memory_laplace_estimate_keeps_every_factor_and_the_largest_models_work(
         == memory.laplace_fit_bytes([1000], 2, 3) + 2 * 8 * 100 * 100
 
 
+def test_memory_vecchia_estimate_bounds_what_a_fit_allocates():
+    # past the exact ordering (N > 20,000: the approximate maxmin's pairs),
+    # two targets: NumPy's traced peak (cKDTree's own C++ buffers are not
+    # traced) below the estimate, and the estimate's per-sample part within
+    # 2.5 x of it (measured 1.6 x here; the resident peaks of larger fits
+    # are in docs/benchmarks.md, "Vecchia's memory estimate against
+    # measured peaks")
+    n, m = 30_000, 10
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 1, size=(n, 2))
+    Y = np.column_stack([np.sin(6 * X[:, 0]), np.cos(6 * X[:, 1])])
+    Y += 0.1 * rng.standard_normal(Y.shape)
+    gpr = GaussianProcessRegressor(C(1.0) * RBF([0.2, 0.2]) + WhiteKernel(0.01),
+                                   solver="vecchia", n_neighbors=m, optimizer=None)
+    gpr.fit(X[:300], Y[:300])  # compiled before the measurement
+    tracemalloc.start()
+    try:
+        gpr.fit(X, Y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    estimate = memory.vecchia_fit_bytes(n, 2, 2, m)
+    assert peak <= estimate
+    assert estimate - memory.estimates._VECCHIA_FIXED <= 2.5 * peak, (peak, estimate)
+
+
 def test_memory_predict_cov_estimate_bounds_what_predict_allocates():
     gpr, _ = _small_fit(n=30, n_targets=2)
     m = 300

@@ -260,18 +260,54 @@ def sample_y_bytes(n_train, n_query, n_targets, n_draws):
 #: What a Vecchia fit's process touches beside its arrays whatever N: the
 #: per-thread blocks of the passes, cKDTree's own nodes for small N, SciPy's
 #: optimiser state.
-_VECCHIA_FIXED = 16 * 2**20
+_VECCHIA_FIXED = 8 * 2**20
+#: The neighbour search's query rows per cKDTree call
+#: (fastgp._solvers.vecchia.neighbours.CHUNK), its step's growth (GROWTH)
+#: and the positions it searches by brute force (BRUTE_BELOW).
+_VECCHIA_QUERY_ROWS = 1 << 16
+_VECCHIA_GROWTH = 1.5
+_VECCHIA_BRUTE_BELOW = 512
+#: Orderings of more points are approximate maxmin, with its update pairs
+#: (fastgp._solvers.vecchia.ordering.EXACT_BELOW).
+_VECCHIA_EXACT_BELOW = 20_000
+#: The resident memory of a fit exceeds what NumPy allocated by up to a
+#: fifth: the C library keeps freed temporaries' pages (measured: 155 MB
+#: resident against a traced peak of 124 MB at N = 100,000, m = 30;
+#: docs/benchmarks.md, "Vecchia's memory estimate against measured peaks").
+_VECCHIA_RESIDENT_SHARE = 1.2
 
 
 def vecchia_fit_bytes(n_samples, n_features, n_targets, n_neighbors):
     """Estimate the peak extra bytes of a Vecchia fit or evaluation.
 
     O(N (m + d + T)) and no N x N array (docs/design.md, "Vecchia's
-    approximation"): the conditioning sets (N x m indices) in their search
-    and relabelled copies, the final step's weights (N x m), the inputs in
-    the user's, the scaled and the relabelled order, the targets and alpha
-    twice, the ordering's and the neighbour search's index arrays and
-    cKDTree's copies of the points, and 16 MiB of fixed cost.
+    approximation"). Counted in 8-byte words, the fit's stages one at a
+    time (each frees its temporaries before the next) beside what lives
+    throughout (the inputs in the user's order as the estimator, the
+    backend and the objective keep them and scaled by the length scales,
+    the targets and a normalised copy, alpha, the ordering:
+    4 d + 2 T + 3 a sample); the largest stage is:
+
+    - the ordering: for N above 20,000, the approximate maxmin's update
+      pairs and their copies, 45 words a sample in 2-D and 90 more for each
+      further dimension (measured: 45 for uniform 2-D inputs, 730 for
+      standard normal 10-D ones; the pairs grow with how uneven the inputs'
+      density is, so inputs more clustered than those can take more);
+    - the neighbour search: the conditioning sets (N x m indices), the
+      ordered inputs and two cKDTrees, with the temporaries of one query
+      (distances, indices, their counts and the kept entries, about
+      3.5 q + 6 m words a row for q = 1.65 m + 4 neighbours asked, on at
+      most 65,536 rows and a third of N) or of the brute-force search of the
+      first 512 positions (its (512, 512, d) differences), whichever is
+      larger;
+    - the relabelled layout and the final model: the conditioning sets in
+      their search and relabelled copies (with the relabelling's
+      temporaries, three (65,536, m) blocks), the relabelled inputs and
+      targets, the positions, the final step's weights (N x m), the
+      residuals, A = K~^-1 Y and its reordered copy (2 m + 2 d + 5 T + 7);
+
+    all times 1.2 for the pages the C library keeps of freed temporaries,
+    plus 8 MiB of fixed cost.
 
     Parameters
     ----------
@@ -289,8 +325,19 @@ def vecchia_fit_bytes(n_samples, n_features, n_targets, n_neighbors):
     int
         Bytes.
     """
-    n, m = int(n_samples), min(int(n_neighbors), max(int(n_samples) - 1, 1))
-    return _VECCHIA_FIXED + _F8 * n * (3 * m + 5 * int(n_features) + 4 * int(n_targets) + 16)
+    n, d, t = int(n_samples), int(n_features), int(n_targets)
+    m = min(int(n_neighbors), max(n - 1, 1))
+    throughout = n * (4 * d + 2 * t + 3)
+    ordering = (n * 45 * (2 * max(d, 2) - 3) if n > _VECCHIA_EXACT_BELOW
+                else n * (d + 2))
+    rows = min(_VECCHIA_QUERY_ROWS, -(-n * (_VECCHIA_GROWTH - 1) // _VECCHIA_GROWTH))
+    asked = 1.65 * m + 4
+    brute = min(n, max(_VECCHIA_BRUTE_BELOW, m + 1))
+    search = n * (m + d + 4) + max(rows * (3.5 * asked + 6 * m), brute * brute * (2 * d + 3))
+    layout = (n * (2 * m + 2 * d + 5 * t + 7)
+              + min(n, _VECCHIA_QUERY_ROWS) * 3 * m)
+    words = throughout + max(ordering, search, layout)
+    return int(_VECCHIA_FIXED + _F8 * _VECCHIA_RESIDENT_SHARE * words)
 
 
 def vecchia_predict_cov_bytes(n_train, n_query, n_targets, n_neighbors):
