@@ -90,8 +90,8 @@ def pair_schedule(n):
     (:func:`kernel_matmat_symmetric`), functions of n alone.
 
     Returns (bounds (B + 1,) int64, rounds (B - 1, B / 2, 2) int64). The rows
-    are cut into B equal blocks (B even, about n / 256, at most
-    :data:`MAX_PAIR_BLOCKS`); every pair of distinct blocks (I, J), I > J,
+    are cut into B equal blocks (B even, about n / TILE = n / 512, at least
+    2, at most :data:`MAX_PAIR_BLOCKS`); every pair of distinct blocks (I, J), I > J,
     appears in exactly one round, and no block twice in a round (the circle
     method of round-robin tournaments: block B - 1 stays, the others
     rotate). A round's pairs therefore write disjoint rows of the output.
