@@ -23,6 +23,15 @@ TARGETS = [
 VECCHIA_CLAIM_N = 100_000
 
 
+def _close_table(lines, skipped):
+    """A table's lines closed by a blank line, then the list of its skipped or
+    failed rows ("- ..." lines) where there are any."""
+    lines.append("")
+    if skipped:
+        lines += ["Skipped or failed:", ""] + skipped + [""]
+    return lines
+
+
 def _ok(doc, library, problem, n, kind="loss_grad"):
     for r in doc["cases"]:
         if (r["library"] == library and r["problem"] == problem and r["n"] == n
@@ -213,10 +222,7 @@ def _fit_section(doc):
                      f"{_s(ratio)} | {f['n_evaluations']} | {f['n_iterations']} | "
                      f"{f['final_nlml']:.4f} | {f.get('reference_nlml', float('nan')):.4f} | "
                      f"{_s(r['memory']['delta_mb'])} |")
-    lines.append("")
-    if skipped:
-        lines += ["Skipped or failed:", ""] + skipped + [""]
-    return lines
+    return _close_table(lines, skipped)
 
 
 def _largest_section(doc):
@@ -278,10 +284,7 @@ def _vecchia_section(doc):
             lines.append(f"| {row['n']:,} | {label} | {_s(r['fit_s'])} | {_s(r['predict_s'])} "
                          f"| {s['RMSE']:.4f} | {s['CRPS']:.4f} | {s['coverage']:.3f} | "
                          f"{_s(r.get('peak_rss_bytes', 0) / 2**20)} | {_s(ratio)} |")
-    lines.append("")
-    if skipped:
-        lines += ["Skipped or failed:", ""] + skipped + [""]
-    return lines
+    return _close_table(lines, skipped)
 
 
 def render_markdown(doc, images=()):
