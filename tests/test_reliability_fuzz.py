@@ -96,6 +96,23 @@ def _assert_finite(*parts):
         assert np.all(np.isfinite(part)), part
 
 
+def _periodic_reference_error(kernel, X):
+    """A bound on the rounding error of scikit-learn's ExpSineSquared terms
+    of ``kernel`` on X, relative to the kernel's scale: it takes
+    sin(fl(pi r) / p), whose argument a = pi r / p is off by a few ulps of a,
+    and |dk/da| = |4 sin a cos a / l^2| k <= 2 / l^2. fastgp's sin(pi (r / p))
+    carries no rounding of pi r (fastgp._engine.vector_math.sincos_pi), so at
+    huge distances scikit-learn's K, not fastgp's, is the inexact one (at
+    r = 3.2e11, p = 2: exactly 1 against 1 - 1.7e-9)."""
+    terms = [kernel, *kernel.get_params(deep=True).values()]
+    periodic = [k for k in terms if isinstance(k, ExpSineSquared)]
+    if not periodic or len(X) < 2:
+        return 0.0
+    r_max = float(np.max(np.abs(X[:, None, :] - X[None, :, :]).sum(axis=-1)))
+    return sum(2.0 / k.length_scale ** 2 * 4 * np.finfo(float).eps * np.pi * r_max
+               / k.periodicity for k in periodic)
+
+
 def _assert_fitted_model_is_consistent(gpr):
     X = gpr.X_train_
     K = gpr.kernel_(X)
@@ -103,7 +120,9 @@ def _assert_fitted_model_is_consistent(gpr):
         return  # scikit-learn's kernel object overflows where fastgp's did not
     K[np.diag_indices_from(K)] += gpr._diag_add(len(X)) + gpr.jitter_
     scale = max(float(np.max(np.abs(np.diag(K)))), 1e-300)
-    np.testing.assert_allclose(gpr.L_ @ gpr.L_.T, K, rtol=0, atol=1e-9 * scale)
+    reference_error = _periodic_reference_error(gpr.kernel_, X)
+    np.testing.assert_allclose(gpr.L_ @ gpr.L_.T, K, rtol=0,
+                               atol=(1e-9 + reference_error) * scale)
     assert np.isfinite(gpr.log_marginal_likelihood_value_)
     _assert_finite(gpr.alpha_)
 
@@ -221,6 +240,29 @@ def test_fuzz_regressor_fit_and_predict():
     fitted = sum(n for (_, ok), n in counts.items() if ok)
     assert fitted >= MIN_FITTED * total, counts
     assert counts["invalid", True] == 0
+
+
+def test_fuzz_periodic_kernel_at_a_huge_distance_is_exact_where_the_reference_rounds():
+    # a case the fuzzing drew: r = 3.2e11 is a multiple of the period 2, so
+    # k = exp(-2 sin^2(pi r / 2)) = 1 exactly; fastgp's K is exact there and
+    # scikit-learn's, through fl(pi r), is 1 - 1.7e-9: the consistency check
+    # allows for the reference's rounding, and no more
+    X = np.array([[3.2137334e11], [0.0]], dtype=np.float32)
+    params = dict(kernel=ExpSineSquared(1.0, 2.0) + WhiteKernel(0.1), alpha=1e-10,
+                  normalize_y=False, optimizer=None, n_restarts_optimizer=0, random_state=0)
+    counts = collections.Counter()
+
+    @settings(max_examples=1, database=None)
+    @given(st.just((X, np.zeros(2), params, np.empty((0, 1)))))
+    def replay(problem):  # the check records hypothesis events
+        _fit_and_check(problem, counts)
+
+    replay()
+    assert counts == {("extreme", True): 1}
+    gpr = GaussianProcessRegressor(**params).fit(X, np.zeros(2))
+    assert (gpr.L_ @ gpr.L_.T)[1, 0] == 1.0
+    assert 0 < 1.0 - gpr.kernel_(gpr.X_train_)[1, 0] < \
+        _periodic_reference_error(gpr.kernel_, gpr.X_train_)
 
 
 @FUZZ
