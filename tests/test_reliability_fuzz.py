@@ -252,7 +252,7 @@ def test_fuzz_periodic_kernel_at_a_huge_distance_is_exact_where_the_reference_ro
                   normalize_y=False, optimizer=None, n_restarts_optimizer=0, random_state=0)
     counts = collections.Counter()
 
-    @settings(max_examples=1, database=None)
+    @settings(FUZZ, max_examples=1, database=None)  # no deadline: it may compile
     @given(st.just((X, np.zeros(2), params, np.empty((0, 1)))))
     def replay(problem):  # the check records hypothesis events
         _fit_and_check(problem, counts)
