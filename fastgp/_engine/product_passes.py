@@ -91,10 +91,10 @@ def pair_schedule(n):
 
     Returns (bounds (B + 1,) int64, rounds (B - 1, B / 2, 2) int64). The rows
     are cut into B equal blocks (B even, about n / TILE = n / 512, at least
-    2, at most :data:`MAX_PAIR_BLOCKS`); every pair of distinct blocks (I, J), I > J,
-    appears in exactly one round, and no block twice in a round (the circle
-    method of round-robin tournaments: block B - 1 stays, the others
-    rotate). A round's pairs therefore write disjoint rows of the output.
+    2, at most :data:`MAX_PAIR_BLOCKS`); every pair of distinct blocks
+    (I, J), I > J, appears in exactly one round, and no block twice in a
+    round (the circle method of round-robin tournaments: block B - 1 stays,
+    the others rotate). A round's pairs therefore write disjoint rows of the output.
     """
     n_blocks = min(MAX_PAIR_BLOCKS, max(2, n // TILE))
     n_blocks += n_blocks % 2
