@@ -94,7 +94,8 @@ def pair_schedule(n):
     2, at most :data:`MAX_PAIR_BLOCKS`); every pair of distinct blocks
     (I, J), I > J, appears in exactly one round, and no block twice in a
     round (the circle method of round-robin tournaments: block B - 1 stays,
-    the others rotate). A round's pairs therefore write disjoint rows of the output.
+    the others rotate). A round's pairs therefore write disjoint rows of the
+    output.
     """
     n_blocks = min(MAX_PAIR_BLOCKS, max(2, n // TILE))
     n_blocks += n_blocks % 2
