@@ -6,6 +6,7 @@ routines compile (or load from Numba's on-disk cache) on first use.
 """
 
 from .exceptions import NumbaCacheWarning
+from . import kernels  # noqa: F401 - registers its kernels on the fast path
 from .classifier import GaussianProcessClassifier
 from .gplvm import GPLVM
 from .regressor import GaussianProcessRegressor

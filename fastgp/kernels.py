@@ -6,7 +6,9 @@ they behave like every scikit-learn kernel: log-space ``theta`` and
 ``**`` operators, ``__call__(X, Y=None, eval_gradient=False)`` and ``diag``.
 They work with scikit-learn's own estimators too. Their ``__call__`` is a plain
 NumPy reference; fastgp's estimators evaluate them on the fast path instead
-(they are registered in :data:`fastgp._backend.lowering.FAST_PATH_KERNELS`).
+(this module registers them in :data:`fastgp._backend.lowering.FAST_PATH_KERNELS`
+through :func:`~fastgp._backend.lowering.register_leaf`, as a kernel defined
+outside fastgp would).
 
 - :class:`RationalQuadratic`: one length scale per input dimension (ARD);
   scikit-learn's raises for a vector length scale.
@@ -22,6 +24,8 @@ path, and if not, which part keeps it off and why.
 This module imports no Numba.
 """
 
+import types
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +35,11 @@ from sklearn.gaussian_process.kernels import (
     NormalizedKernelMixin,
     StationaryKernelMixin,
 )
+
+from ._backend.lowering import (ARD_EXP_SINE_SQUARED, ARD_RATIONAL_QUADRATIC,
+                                lowering_obstacle, register_leaf)
+from ._solvers.choice import SOLVERS
+from .exceptions import SlowKernelWarning
 
 __all__ = ["RationalQuadratic", "ExpSineSquared", "fast_path", "FastPath"]
 
@@ -390,9 +399,6 @@ def fast_path(kernel, X=None, *, n_features=None):
     >>> print(result.reason.split(":")[0])
     Matern(length_scale=1, nu=1) is not on the fast path, which takes Matern (nu in 0.5, 1.5, 2.5, inf)
     """
-    # imported here: the backend imports this module for the kernels above
-    from ._backend.lowering import lowering_obstacle
-
     if X is not None:
         obstacle, n_features = _input_obstacle(kernel, X)
         if obstacle:
@@ -446,23 +452,20 @@ def _hyperparameter_size(kernel):
 
 def _accepting_solvers(kernel, fast):
     """The regressor's solvers whose ``accept`` takes ``kernel`` (on the fast
-    path or not), as a fit with the default parameters asks them."""
-    import types
-    import warnings
-
-    from ._solvers.choice import SOLVERS, make_solver
-    from .exceptions import SlowKernelWarning
-    from .regressor import GaussianProcessRegressor
-
-    params = GaussianProcessRegressor().get_params()
+    path or not): each solver's acceptance depends on the kernel alone."""
     backend = types.SimpleNamespace(is_fast=fast)
     names = []
-    for name in SOLVERS:
+    for name, solver in SOLVERS.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SlowKernelWarning)
             try:
-                make_solver(name, params).accept(backend, kernel)
+                solver.accept(backend, kernel)
             except ValueError:
                 continue
         names.append(name)
     return tuple(names)
+
+
+register_leaf(RationalQuadratic, *ARD_RATIONAL_QUADRATIC,
+              name="fastgp.kernels.RationalQuadratic")
+register_leaf(ExpSineSquared, *ARD_EXP_SINE_SQUARED, name="fastgp.kernels.ExpSineSquared")

@@ -13,7 +13,9 @@
   (fastgp._linalg.blas_pool, which imports those two only);
 - the estimators never import the engine or LAPACK;
 - no solver folder imports another (fastgp/_solvers/<name>/);
-- each layer imports only the layers below it;
+- each layer imports only the layers below it, and a top-level module only
+  the private layers and the top-level modules before it in :data:`TOP`;
+- no module takes part in an import cycle (function-level imports counted);
 - scikit-learn's private names only through fastgp/_validation.py;
 - docs/design.md's map of the package names every folder and module.
 """
@@ -53,7 +55,7 @@ BELOW = {
     "_linalg/": {"fastgp._linalg", "fastgp.exceptions"},
     "memory/": {"fastgp.memory", "fastgp.exceptions", "fastgp._user_warnings"},
     "_backend/": {"fastgp._backend", "fastgp._engine", "fastgp.exceptions",
-                  "fastgp._user_warnings", "fastgp.kernels"},
+                  "fastgp._user_warnings"},
     "_solvers/": {"fastgp._solvers", "fastgp._backend", "fastgp._linalg", "fastgp._engine",
                   "fastgp.memory", "fastgp.exceptions", "fastgp._user_warnings",
                   "fastgp._validation"},
@@ -63,6 +65,15 @@ BELOW = {
               "fastgp._engine.threads", "fastgp._engine.compile_time", "fastgp.memory",
               "fastgp.exceptions", "fastgp._user_warnings", "fastgp._validation"},
 }
+
+
+#: The top-level modules (and the CLI's private folder), lowest first: each
+#: may import the private layers (``fastgp._*`` folders, ``fastgp.memory``)
+#: and the top-level modules before it, never one after it.
+TOP = ["exceptions.py", "_user_warnings.py", "_validation.py", "_moved.py",
+       "covariance.py", "linalg.py", "memory_budget.py", "datasets.py", "kernels.py",
+       "regressor.py", "classifier.py", "gplvm.py", "plotting.py", "__init__.py",
+       "precompile.py", "_cli/", "cli.py", "__main__.py"]
 
 
 def _relative(path):
@@ -141,6 +152,74 @@ def test_layers_import_only_the_layers_below(path):
             assert any(_under(name, allowed) for allowed in BELOW[folder]), (
                 f"{_relative(path)} imports {name}; {folder} may import only "
                 f"{sorted(BELOW[folder])}")
+
+
+def _top_level_name(entry):
+    """The module name of a :data:`TOP` entry ("kernels.py" -> fastgp.kernels)."""
+    stem = entry.removesuffix("/").removesuffix(".py")
+    return "fastgp" if stem == "__init__" else f"fastgp.{stem}"
+
+
+def _top_entry(path):
+    rel = _relative(path)
+    return next((e for e in TOP if rel == e or (e.endswith("/") and rel.startswith(e))),
+                None)
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if _top_entry(p)], ids=_relative)
+def test_layers_top_level_modules_import_only_those_before_them(path):
+    entry = _top_entry(path)
+    later = [_top_level_name(e) for e in TOP[TOP.index(entry) + 1:]]
+    for name in _imported_names(path):
+        if name == "fastgp" or name.startswith("fastgp.__"):
+            assert entry in ("precompile.py", "_cli/", "cli.py", "__main__.py"), (
+                f"{_relative(path)} imports the package itself ({name})")
+            continue
+        for other in later:
+            if other != "fastgp":
+                assert not _under(name, other), (
+                    f"{_relative(path)} imports {name}, a module above it in TOP")
+
+
+def test_layers_every_top_level_module_has_a_place():
+    top = {_relative(p) for p in MODULES if len(p.relative_to(PACKAGE).parts) == 1}
+    assert top <= set(TOP), f"add {sorted(top - set(TOP))} to TOP"
+
+
+def _module_of(name):
+    """The file of module ``name`` or of the longest module prefix of it (a
+    from-imported attribute), or None outside fastgp."""
+    parts = name.split(".")
+    while parts and parts[0] == "fastgp":
+        base = PACKAGE.parent.joinpath(*parts)
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.exists():
+                return candidate
+        parts = parts[:-1]
+    return None
+
+
+def test_layers_no_import_cycle():
+    # every explicit import, function-level ones included (ast.walk), as an
+    # edge between files; a package's implicit import of its parents is not
+    # an edge (every module would then reach fastgp/__init__.py)
+    graph = {path: {m for m in map(_module_of, _imported_names(path))
+                    if m is not None and m != path} for path in MODULES}
+    state = {}
+
+    def visit(node, trail):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycle = trail[trail.index(nxt):] + [nxt]
+                pytest.fail("import cycle: " + " -> ".join(map(_relative, cycle)))
+            if nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = "done"
+
+    for path in MODULES:
+        if path not in state:
+            visit(path, [path])
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_relative)

@@ -28,10 +28,10 @@ import numpy as np
 from sklearn.gaussian_process import kernels as skk
 
 from .._engine import opcodes as op
-from .. import kernels as fastgp_kernels
 
 __all__ = ["KernelProgram", "lower_kernel", "FastPathKernel", "FAST_PATH_KERNELS",
-           "register_leaf", "fast_path_summary", "lowering_obstacle"]
+           "register_leaf", "fast_path_summary", "lowering_obstacle",
+           "ARD_RATIONAL_QUADRATIC", "ARD_EXP_SINE_SQUARED"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,10 +283,12 @@ register_leaf(skk.Matern, _lower_matern,
 register_leaf(skk.RationalQuadratic, _lower_rational_quadratic, op.RQ)
 register_leaf(skk.ExpSineSquared, _lower_exp_sine_squared, op.EXPSINE)
 register_leaf(skk.DotProduct, _lower_dot_product, op.DOT)
-register_leaf(fastgp_kernels.RationalQuadratic, _lower_ard_rational_quadratic,
-              op.RQ_ARD, "fastgp.kernels.RationalQuadratic")
-register_leaf(fastgp_kernels.ExpSineSquared, _lower_ard_exp_sine_squared,
-              op.EXPSINE_ARD, "fastgp.kernels.ExpSineSquared")
+
+#: (lower, opcodes) of :mod:`fastgp.kernels`' per-dimension kernels, which
+#: that module registers with :func:`register_leaf` as it is imported (the
+#: backend does not import the public kernels: imports run one way).
+ARD_RATIONAL_QUADRATIC = (_lower_ard_rational_quadratic, op.RQ_ARD)
+ARD_EXP_SINE_SQUARED = (_lower_ard_exp_sine_squared, op.EXPSINE_ARD)
 
 
 class _NotLowerable(Exception):

@@ -250,7 +250,8 @@ class Solver(ABC):
     restarts_in_workers = False
 
     # ---------------------------------------------------------------- fit
-    def accept(self, covariance, kernel):
+    @classmethod
+    def accept(cls, covariance, kernel):
         """Called once the backend exists: raise ValueError if this solver
         cannot run ``kernel`` (``covariance.is_fast`` says whether it is on
         the fast path), or warn about its cost. Default: accept."""

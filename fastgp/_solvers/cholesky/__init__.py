@@ -35,7 +35,8 @@ class CholeskySolver(Solver):
         no parameter of its own."""
         return cls()
 
-    def accept(self, covariance, kernel):
+    @classmethod
+    def accept(cls, covariance, kernel):
         if not covariance.is_fast:
             warn_slow_kernel(kernel)
 

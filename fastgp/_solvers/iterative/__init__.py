@@ -52,7 +52,8 @@ class IterativeSolver(Solver):
                                  n_probes=int(params["n_probes"]),
                                  preconditioner_rank=int(params["preconditioner_rank"])))
 
-    def accept(self, covariance, kernel):
+    @classmethod
+    def accept(cls, covariance, kernel):
         if not covariance.is_fast:
             raise ValueError(
                 f'solver="iterative" needs a kernel on fastgp\'s fast path, and {kernel!r} '

@@ -58,7 +58,8 @@ class VecchiaSolver(Solver):
         return cls(m, PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m if m_predict is None
                    else int(m_predict), params["ordering"])
 
-    def accept(self, covariance, kernel):
+    @classmethod
+    def accept(cls, covariance, kernel):
         if not covariance.is_fast:
             raise ValueError(
                 f'solver="vecchia" needs a kernel on fastgp\'s fast path, and {kernel!r} '
