@@ -196,12 +196,11 @@ def child_scale(spec):
     # one layout at the fit's last length scales (a fit does not keep its own),
     # each stage timed, and loss+gradient at the optimum on it
     from fastgp._backend.covariance import make_covariance
-    from fastgp._solvers.choice import make_solver
 
     start = time.perf_counter()
-    objective = make_solver("vecchia", gpr.get_params()).objective(
-        make_covariance(gpr.kernel_, X), y[:, None], np.full(len(y), gpr.alpha),
-        gpr._solver_seed)
+    objective = gpr._fitted_solver.objective(
+        make_covariance(gpr.kernel_, X), y[:, None], gpr._fitted_diag_add,
+        gpr._fitted_draws)
     layout_s = time.perf_counter() - start
     theta = gpr.kernel_.theta
     times = []
@@ -316,6 +315,7 @@ def child_crossover(spec):
     """One loss+gradient of each solver at N (the median of a few)."""
     from fastgp._backend.covariance import make_covariance
     from fastgp._engine.threads import threads_for
+    from fastgp._solvers.base import Draws
     from fastgp._solvers.choice import make_solver
     from fastgp import GaussianProcessRegressor
 
@@ -328,7 +328,7 @@ def child_crossover(spec):
     for name in ("cholesky", "vecchia"):
         solver = make_solver(name, GaussianProcessRegressor(solver=name).get_params())
         objective = solver.objective(make_covariance(kernel, X), y[:, None],
-                                     np.full(n, 1e-10), 0)
+                                     np.full(n, 1e-10), Draws(seed=0))
         with threads_for(n) as governor:
             governor.evaluate(objective, kernel.theta)
             times = []

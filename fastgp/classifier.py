@@ -26,14 +26,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._backend.covariance import make_covariance
 from ._backend.lowering import lower_kernel
 from ._fit.clock import FitDescription
-from ._fit.likelihood import check_evaluation_memory, likelihood_request
+from ._fit.likelihood import check_evaluation_memory, evaluate_likelihood, likelihood_request
 from ._fit.session import FitSession
-from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, on_idle_cores
-from ._solvers.cholesky.final import final_factor
-from ._solvers.cholesky.laplace import (LaplaceObjective, latent_moments,
-                                        positive_class_decision,
-                                        positive_class_probability)
-from ._solvers.cholesky.workspace import Workspace
+from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, MemoryNeed
+from ._solvers.choice import exact_solver
+from ._solvers.laplace_predictive import (latent_moments, positive_class_decision,
+                                          positive_class_probability)
 from ._user_warnings import warn_user
 from ._validation import (
     Interval,
@@ -137,13 +135,13 @@ class _BinaryLaplaceClassifier(BaseEstimator):
 
             n_samples = len(y_train)
             covariance = make_covariance(kernel, X_train)
-            objective = LaplaceObjective(covariance, y_train, Workspace(n_samples),
-                                         max_iter=self.max_iter_predict,
-                                         warm_start=self.warm_start)
+            solver = exact_solver()
+            objective = solver.laplace_objective(covariance, y_train, self.max_iter_predict,
+                                                 self.warm_start)
             n_features = np.shape(X_train)[1] if np.ndim(X_train) == 2 else 1
             session.budget(
-                laplace_fit_bytes([n_samples], n_features, kernel.n_dims,
-                                  fast=covariance.is_fast),
+                MemoryNeed(host=laplace_fit_bytes([n_samples], n_features, kernel.n_dims,
+                                                  fast=covariance.is_fast)),
                 n_samples,
                 ["fit on fewer samples (a random subset)", "use a machine with more memory"]
                 + ([] if covariance.is_fast else
@@ -158,17 +156,20 @@ class _BinaryLaplaceClassifier(BaseEstimator):
                     n_restarts=self.n_restarts_optimizer, rng=rng, max_time=self.max_time,
                     description=FitDescription(
                         f"the Laplace approximation, N = {n_samples:,} samples, "
-                        f"{kernel.n_dims} hyperparameters"))
+                        f"{kernel.n_dims} hyperparameters"),
+                    context=solver.evaluation_context)
                 if math.isfinite(best.value):
                     kernel.theta = best.theta
                     warn_at_bounds(kernel)
                     n_iter = best.n_iterations
 
             # Newton's mode and the factor of B there, kept as L_
-            kept = session.finalise(final_factor, objective, kernel.theta,
-                                    self._FAILURES.messages(kernel))
+            kept = session.finalise(solver.final, objective, kernel.theta,
+                                    self._FAILURES.messages(kernel),
+                                    context=solver.evaluation_context)
             mode = objective.mode
             session.publish({
+                "_fitted_solver": solver,
                 "kernel_": kernel,
                 "_rng": rng,
                 "X_train_": X_train,
@@ -208,13 +209,13 @@ class _BinaryLaplaceClassifier(BaseEstimator):
 
     # -------------------------------------------------------------- predict
     def _latent(self, X, function):
-        """``function`` of :mod:`fastgp._solvers.cholesky.laplace_prediction`
-        at X; its mean and variance (all or some; None: not computed) checked
+        """``function`` of :mod:`fastgp._solvers.laplace_predictive` at X;
+        its mean and variance (all or some; None: not computed) checked
         finite."""
         check_is_fitted(self)
         X = _training_input(X, self.kernel_)
         covariance = make_covariance(self.kernel_, self.X_train_, warn=False)
-        result = on_idle_cores(
+        result = self._fitted_solver.outside_fit(
             len(self.y_train_), function, covariance, self.kernel_.theta, self.L_,
             self.W_sr_, self.y_train_ - self.pi_, X)
         mean, var = result[-2:]
@@ -266,15 +267,13 @@ class _BinaryLaplaceClassifier(BaseEstimator):
             laplace_fit_bytes([n_samples], n_features, kernel.n_dims,
                               fast=covariance.is_fast or not eval_gradient),
             n_samples)
-        objective = LaplaceObjective(covariance, self.y_train_, Workspace(n_samples),
-                                     max_iter=self.max_iter_predict,
-                                     warm_start=self.warm_start,
-                                     f_cached=getattr(self, "_f_cached", None))
-        if eval_gradient:
-            value, grad = on_idle_cores(n_samples, objective, theta)
-            result = (np.float64(-value), -grad)
-        else:
-            result = np.float64(-on_idle_cores(n_samples, objective.value, theta))
+        solver = self._fitted_solver
+        objective = solver.laplace_objective(covariance, self.y_train_, self.max_iter_predict,
+                                             self.warm_start,
+                                             f_cached=getattr(self, "_f_cached", None))
+        result = evaluate_likelihood(
+            objective, theta, eval_gradient,
+            lambda function, point: solver.outside_fit(n_samples, function, point))
         if objective.f_cached is not None:
             self._f_cached = objective.f_cached  # scikit-learn's warm start
         return result

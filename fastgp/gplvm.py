@@ -4,8 +4,8 @@ transformer, with an exact gradient in one N x N buffer.
 This module owns the estimator's contract (parameters, the data's centring
 and scaling, the initial latent points, the default kernel, transform and
 inverse_transform, and their messages); the fit itself runs in the fit core
-(:class:`fastgp._fit.session.FitSession`), the objectives are
-:mod:`fastgp._solvers.cholesky.latent`'s.
+(:class:`fastgp._fit.session.FitSession`), the objectives and the kept
+factor are the exact solver's (:meth:`fastgp._solvers.base.Solver.latent_objective`).
 """
 
 from numbers import Integral, Real
@@ -19,15 +19,11 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._backend.covariance import make_covariance
 from ._fit.clock import FitDescription
 from ._fit.session import FitSession
 from ._optimize.rows import minimize_rows
-from ._solvers.base import FactorTexts, on_idle_cores
-from ._solvers.cholesky.final import final_factor
-from ._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
-from ._solvers.predictive import predict_mean_var
-from ._solvers.cholesky.workspace import Workspace
+from ._solvers.base import FactorTexts
+from ._solvers.choice import exact_solver
 from ._validation import (
     Interval,
     StrOptions,
@@ -35,7 +31,6 @@ from ._validation import (
     fit_context,
     nonzero_scale,
 )
-from .memory import gplvm_fit_bytes
 
 __all__ = ["GPLVM"]
 
@@ -256,12 +251,13 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             X0 = self._initial_latent(Yc, rng)
             kernel = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
             bounds = check_kernel_hyperparameters(kernel)
-            objective = LatentNegLogMarginalLikelihood(kernel, Yc, Q, self.alpha,
-                                                       Workspace(n_samples))
+            solver = exact_solver()
+            objective = solver.latent_objective(kernel, Yc, Q, self.alpha)
             session.budget(
-                gplvm_fit_bytes(n_samples, n_features, Q, objective.covariance.n_blocks),
+                solver.latent_fit_memory(n_samples, n_features, Q, objective),
                 n_samples, ["fit on a random subset of the rows and place the others "
-                            "with transform", "use a machine with more memory"])
+                            "with transform", "use a machine with more memory"],
+                device_check=solver.check_device_memory)
 
             # the latent points and hyperparameters together (Lawrence 2005)
             z, n_iter = objective.pack(X0, kernel.theta), 0
@@ -274,16 +270,19 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                   f"(now {self.tol:g})"),
                     description=FitDescription(
                         f"N = {n_samples:,} points, {Q} latent dimensions, "
-                        f"{n_features} features"))
+                        f"{n_features} features"),
+                    context=solver.evaluation_context)
                 z, n_iter = best.theta, best.n_iterations
                 if kernel.n_dims > 0:
                     kernel.theta = objective.unpack(z)[1]
 
             # the factor at the chosen point, in the workspace the optimiser used
-            kept = session.finalise(final_factor, objective, z,
-                                    self._FAILURES.messages(kernel))
+            kept = session.finalise(solver.final, objective, z,
+                                    self._FAILURES.messages(kernel),
+                                    context=solver.evaluation_context)
             X_fit, _ = objective.unpack(z)
             session.publish({
+                "_fitted_solver": solver,
                 "mean_": mean,
                 "scale_": scale,
                 "kernel_": kernel,
@@ -421,13 +420,14 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         moving = np.flatnonzero(~np.all(Yc == self._Y_fit[nearest], axis=1))
         if moving.size == 0:
             return out
-        density = PredictiveNegLogDensity(self.kernel_, self.embedding_, self.L_,
-                                          self.alpha_, Yc[moving])
+        solver = self._fitted_solver
+        density = solver.latent_density(self.kernel_, self.embedding_, self.L_, self.alpha_,
+                                        Yc[moving])
         spread = float(np.mean(np.std(self.embedding_, axis=0)))
         step0 = 0.1 * spread if spread > 0.0 else 0.1
-        X_new, _, _ = on_idle_cores(len(self.embedding_), minimize_rows, density,
-                                    out[moving], step0, max_iter=TRANSFORM_MAX_ITER,
-                                    gtol=TRANSFORM_GTOL, ftol=0.0)
+        X_new, _, _ = solver.outside_fit(len(self.embedding_), minimize_rows, density,
+                                         out[moving], step0, max_iter=TRANSFORM_MAX_ITER,
+                                         gtol=TRANSFORM_GTOL, ftol=0.0)
         out[moving] = X_new
         return out
 
@@ -456,10 +456,8 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 f"X has {X.shape[1]} columns; this GPLVM has n_components = "
                 f"{self.n_components} latent dimensions."
             )
-        covariance = make_covariance(self.kernel_, self.embedding_, warn=False)
-        mean, var = on_idle_cores(len(self.embedding_), predict_mean_var, covariance,
-                                  self.kernel_.theta, self.L_, self.alpha_, X,
-                                  want_var=return_std)
+        mean, var = self._fitted_solver.predict_from_factor(
+            self.kernel_, self.embedding_, self.L_, self.alpha_, X, want_var=return_std)
         mean = mean * self.scale_ + self.mean_
         if not return_std:
             return mean

@@ -18,11 +18,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from ._backend.covariance import make_covariance
-from ._fit.likelihood import check_evaluation_memory, likelihood_request
+from ._fit.likelihood import check_evaluation_memory, evaluate_likelihood, likelihood_request
 from ._fit.session import FitSession
-from ._solvers.base import (NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem,
-                            on_idle_cores)
-from ._solvers.choice import choose_solver, fit_description, fit_remedies, make_solver
+from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem
+from ._solvers.choice import choose_solver, fit_description, fit_remedies
 from ._user_warnings import warn_user
 from ._validation import (
     Interval,
@@ -373,13 +372,14 @@ class GaussianProcessRegressor(_SklearnGPR):
             params = self.get_params(deep=False)
             solver = choose_solver(self.solver, params, covariance, kernel, problem)
             optimise = self.optimizer is not None and kernel.n_dims > 0
-            session.budget(solver.fit_bytes(problem), n_samples,
+            session.budget(solver.fit_memory(problem), n_samples,
                            fit_remedies(solver, params, problem),
                            parallel_runs=((self.n_jobs, self.n_restarts_optimizer)
                                           if optimise and solver.restarts_in_workers
-                                          else None))
-            seed = solver.draw_seed(rng)
-            objective = solver.objective(covariance, y_train, diag_add, seed,
+                                          else None),
+                           device_check=solver.check_device_memory)
+            draws = solver.draw(rng)
+            objective = solver.objective(covariance, y_train, diag_add, draws,
                                          verbose=self.verbose)
 
             # the hyperparameters that maximise the log marginal likelihood
@@ -387,7 +387,8 @@ class GaussianProcessRegressor(_SklearnGPR):
             if optimise:
                 limits = dict(verbose=self.verbose, max_iter=self.max_iter,
                               max_time=self.max_time, limit_remedy=self._limit_remedy(),
-                              description=fit_description(solver, params, problem))
+                              description=fit_description(solver, params, problem),
+                              context=solver.evaluation_context)
                 best = session.minimize(
                     objective, kernel.theta, bounds, self.optimizer,
                     n_restarts=self.n_restarts_optimizer, rng=rng, n_jobs=self.n_jobs,
@@ -412,11 +413,16 @@ class GaussianProcessRegressor(_SklearnGPR):
 
             # Alg. 2.1 lines 2-3: the kept model at the chosen theta
             kept = session.finalise(solver.final, objective, kernel.theta,
-                                    self._factor_messages(kernel, y_train))
+                                    self._factor_messages(kernel, y_train),
+                                    context=solver.evaluation_context)
             solver.after_fit(objective)
             session.publish({
                 "solver_": solver.name,
-                "_solver_seed": solver.replay(objective, seed),
+                # what predictions and log_marginal_likelihood(theta) read:
+                # the solver and alpha as fitted, never the parameters now
+                "_fitted_solver": solver,
+                "_fitted_diag_add": diag_add,
+                "_fitted_draws": solver.replay(objective, draws),
                 "_solver_cache": {"state": kept.state},
                 "kernel_": kernel,
                 "_rng": rng,
@@ -463,18 +469,15 @@ class GaussianProcessRegressor(_SklearnGPR):
                        n_targets=n_targets, n_theta=kernel.n_dims, fast=covariance.is_fast)
 
     # ------------------------------------------------------------- solvers
-    def _solver(self):
-        """The fitted solver, built again from the parameters (it holds no
-        fitted state: that is the estimator's)."""
-        return make_solver(self.solver_, self.get_params(deep=False))
-
     def _fitted(self):
-        """The fitted model as the solver's prediction reads it."""
+        """The fitted model as the solver's prediction reads it: fitted
+        attributes only (a parameter set after the fit changes nothing until
+        the next fit, as in scikit-learn)."""
         return Fitted(kernel=self.kernel_, X=self.X_train_,
                       Y=self.y_train_.reshape(len(self.y_train_), -1),
-                      diag_add=self._diag_add(len(self.y_train_)),
+                      diag_add=self._fitted_diag_add,
                       A=self.alpha_.reshape(len(self.alpha_), -1), L=self.L_,
-                      seed=self._solver_seed, cache=self._solver_cache)
+                      draws=self._fitted_draws, cache=self._solver_cache)
 
     #: What the kept model's failures tell the user: they name the kernel (at
     #: its fitted hyperparameters) and what to do.
@@ -545,7 +548,7 @@ class GaussianProcessRegressor(_SklearnGPR):
             return result
 
         X = self._validate_X(X, reset=False)
-        solver, fitted = self._solver(), self._fitted()
+        solver, fitted = self._fitted_solver, self._fitted()
         if return_cov:
             self._check_predict_memory(X, n_train=len(self.alpha_), solver=solver)
             mean, cov = solver.predict(fitted, X, "cov")
@@ -686,19 +689,15 @@ class GaussianProcessRegressor(_SklearnGPR):
             return self.log_marginal_likelihood_value_
         kernel, theta, covariance = request
         n_samples = len(self.y_train_)
-        solver = self._solver()
+        solver = self._fitted_solver
         problem = self._problem(covariance, kernel, self.X_train_, self._n_targets())
         check_evaluation_memory(solver.evaluation_bytes(problem, eval_gradient), n_samples)
         # the fit's own draws, if the solver has any: the function the
         # optimiser saw
-        objective = solver.objective(covariance, self.y_train_, self._diag_add(n_samples),
-                                     self._solver_seed, verbose=self.verbose)
-        if eval_gradient:
-            value, grad = on_idle_cores(n_samples, objective, theta)
-        else:
-            value, grad = on_idle_cores(n_samples, objective.value, theta), None
+        objective = solver.objective(covariance, self.y_train_, self._fitted_diag_add,
+                                     self._fitted_draws, verbose=self.verbose)
+        result = evaluate_likelihood(
+            objective, theta, eval_gradient,
+            lambda function, point: solver.outside_fit(n_samples, function, point))
         solver.after_evaluation(objective)
-        # numpy's float64, as scikit-learn returns: arithmetic with float32
-        # numbers stays float64 under NumPy 2's promotion rules
-        value = np.float64(-value)
-        return value if grad is None else (value, -grad)
+        return result

@@ -162,25 +162,26 @@ class SolverConformance:
             solver=self.name, **params).get_params(deep=False))
 
     def objective(self, kernel, X, Y, diag_add, params=None, random_state=0):
-        """(solver, seed, objective) under ``params`` (None: ``params``)
-        with the seed drawn from ``RandomState(random_state)``."""
+        """(solver, draws, objective) under ``params`` (None: ``params``)
+        with the draws from ``RandomState(random_state)``."""
         solver = self.solver(params)
-        seed = solver.draw_seed(np.random.RandomState(random_state))
-        return solver, seed, solver.objective(make_covariance(kernel, X), Y, diag_add, seed)
+        draws = solver.draw(np.random.RandomState(random_state))
+        return solver, draws, solver.objective(make_covariance(kernel, X), Y, diag_add, draws)
 
     @staticmethod
-    def fitted(solver, seed, objective, kernel, X, Y, diag_add):
+    def fitted(solver, draws, objective, kernel, X, Y, diag_add):
         """(kept model, Fitted) of ``solver`` at kernel.theta."""
         kept = solver.final(objective, kernel.theta, _messages())
         return kept, Fitted(kernel=kernel, X=X, Y=Y, diag_add=diag_add, A=kept.A, L=kept.L,
-                            seed=seed, cache={"state": kept.state})
+                            draws=solver.replay(objective, draws),
+                            cache={"state": kept.state})
 
     def answers(self, kernel, X, Y, diag_add, X_query, params=None):
         """(value, gradient (n_theta,), mean (m, T), standard deviation (m,))
         of the solver at kernel.theta: the objective's and the kept model's."""
-        solver, seed, objective = self.objective(kernel, X, Y, diag_add, params)
+        solver, draws, objective = self.objective(kernel, X, Y, diag_add, params)
         value, grad = objective(kernel.theta)
-        _, fitted = self.fitted(solver, seed, objective, kernel, X, Y, diag_add)
+        _, fitted = self.fitted(solver, draws, objective, kernel, X, Y, diag_add)
         mean, var = solver.predict(fitted, X_query, "var")
         return np.float64(value), grad, mean, np.sqrt(var)
 
@@ -231,8 +232,8 @@ class SolverConformance:
     @pytest.mark.parametrize("case", list(CASES))
     def test_conformance_predictions_match_the_dense_reference(self, case):
         kernel, X, Y, diag_add, X_query = problem(case)
-        solver, seed, objective = self.objective(kernel, X, Y, diag_add)
-        kept, fitted = self.fitted(solver, seed, objective, kernel, X, Y, diag_add)
+        solver, draws, objective = self.objective(kernel, X, Y, diag_add)
+        kept, fitted = self.fitted(solver, draws, objective, kernel, X, Y, diag_add)
         mean, cov, var = dense_prediction(kernel, X, Y, diag_add, X_query)
         scale = np.max(np.abs(mean))
         got_mean, got_none = solver.predict(fitted, X_query, "mean")

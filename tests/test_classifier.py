@@ -25,9 +25,9 @@ from fastgp._solvers.cholesky.laplace import (
     LaplaceObjective,
     fill_B_from_upper,
     mirror_lower_to_upper,
-    positive_class_probability,
 )
-from fastgp._solvers.cholesky.laplace_prediction import MIXTURE_COEFFICIENTS
+from fastgp._solvers.laplace_predictive import (MIXTURE_COEFFICIENTS,
+                                                positive_class_probability)
 from fastgp._linalg.lapack import symmetric_matvec
 
 from _laplace_cases import NegativeDefinite

@@ -29,7 +29,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp import GaussianProcessClassifier
 from fastgp._engine.interpreter import TILE
 from fastgp._engine.threads import SERIAL_BELOW
-from fastgp._solvers.cholesky.laplace_prediction import (
+from fastgp._solvers.laplace_predictive import (
     DECISION_BAND,
     MIXTURE_COEFFICIENTS,
     positive_class_decision,

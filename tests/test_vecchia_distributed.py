@@ -34,7 +34,7 @@ def _objective(X, y, n_neighbors=8):
     solver = make_solver("vecchia", params)
     covariance = make_covariance(KERNEL, X)
     return solver.objective(covariance, y[:, None], np.full(len(y), 1e-10),
-                            solver.draw_seed(np.random.RandomState(0)))
+                            solver.draw(np.random.RandomState(0)))
 
 
 def test_groups_of_blocks_on_workers_give_the_in_process_bits(monkeypatch):

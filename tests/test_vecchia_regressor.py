@@ -50,9 +50,8 @@ def test_vecchia_likelihood_equals_the_dense_reference_of_its_conditionals():
     from fastgp._solvers.choice import make_solver
 
     solver = make_solver("vecchia", objective.get_params())
-    seed, scales = gpr._solver_seed
     internal = solver.objective(make_covariance(KERNEL, X), y[:, None], np.full(120, 1e-10),
-                                (seed, scales))
+                                gpr._fitted_draws)
     perm = internal._sigma[internal._points]
     nbrs = np.where(internal._neighbours >= 0, internal._sigma[internal._neighbours], -1)
     value, grad = ref.vecchia_nll_grad_dense(KERNEL, X, y[:, None], np.full(120, 1e-10), perm, nbrs)
@@ -88,7 +87,7 @@ def test_vecchia_neighbours_found_again_when_length_scales_move():
     kernel = C(1.0) * RBF([0.3, 0.3]) + WhiteKernel(0.01)
     gpr = _quiet(lambda: GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=10,
                                                   random_state=0).fit(X, y))
-    _, scales = gpr._solver_seed
+    scales = gpr._fitted_draws.scales
     final = length_scales(gpr.kernel_, 2)
     assert not stale(scales, final)  # the last layout is at the optimum's ratios
     assert scales[1] / scales[0] > 3.0  # ... which are far from the start's 1
@@ -228,8 +227,8 @@ def test_fuzz_vecchia_equals_the_dense_reference_of_its_conditionals(problem):
     gpr.fit(X, y)
     Y = y.reshape(n, -1)
     diag_add = np.broadcast_to(alpha, (n,)).astype(np.float64)
-    internal = make_solver("vecchia", gpr.get_params()).objective(
-        make_covariance(kernel, X), Y, diag_add, gpr._solver_seed)
+    internal = gpr._fitted_solver.objective(
+        make_covariance(kernel, X), Y, diag_add, gpr._fitted_draws)
     perm = internal._sigma[internal._points]
     nbrs = np.where(internal._neighbours >= 0, internal._sigma[internal._neighbours], -1)
     value, _ = ref.vecchia_nll_grad_dense(kernel, X, Y, diag_add, perm, nbrs)

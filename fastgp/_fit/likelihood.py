@@ -2,11 +2,13 @@
 it evaluates: scikit-learn's contract for ``theta``, ``eval_gradient`` and
 ``clone_kernel``, and the memory check of one evaluation."""
 
+import numpy as np
+
 from .._backend.covariance import make_covariance
 from .._validation import kernel_for_likelihood
 from ..memory import check_memory
 
-__all__ = ["likelihood_request", "check_evaluation_memory"]
+__all__ = ["likelihood_request", "check_evaluation_memory", "evaluate_likelihood"]
 
 
 def likelihood_request(estimator, theta, eval_gradient, clone_kernel):
@@ -23,6 +25,19 @@ def likelihood_request(estimator, theta, eval_gradient, clone_kernel):
         return None
     kernel, theta = at_theta
     return kernel, theta, make_covariance(kernel, estimator.X_train_, warn=False)
+
+
+def evaluate_likelihood(objective, theta, eval_gradient, place):
+    """The log likelihood (numpy.float64) at ``theta`` and, with
+    ``eval_gradient``, its gradient: the negated value and gradient of
+    ``objective`` (a :class:`~fastgp._solvers.base.GuardedObjective`), each
+    evaluated as ``place(function, theta)`` (a solver's ``outside_fit``).
+    NumPy's float64, as scikit-learn returns: arithmetic with float32
+    numbers stays float64 under NumPy 2's promotion rules."""
+    if eval_gradient:
+        value, grad = place(objective, theta)
+        return np.float64(-value), -grad
+    return np.float64(-place(objective.value, theta))
 
 
 def check_evaluation_memory(needed_bytes, n_samples):

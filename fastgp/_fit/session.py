@@ -3,7 +3,7 @@ as a context the fit reads top to bottom in (docs/design.md, "The fit").
 
     with FitSession(self, "Fitting GPLVM") as fit:
         ...validate, build the objective...
-        fit.budget(needed_bytes, n_samples, remedies)
+        fit.budget(need, n_samples, remedies)          # a MemoryNeed per place
         best = fit.minimize(objective, start, bounds, optimizer, ...)
         kept = fit.finalise(final, objective, best.theta, messages)
         fit.publish({...every fitted attribute...})
@@ -37,13 +37,9 @@ What the session supplies:
    raised when the block ends, so that loops and cross-validation stop.
 """
 
-import math
-
-import numpy as np
-
 from .._engine.threads import threads_for
 from .._optimize import minimize as _minimize
-from .._optimize.minimize import OptimizationResult, minimize_with_restarts
+from .._optimize.minimize import minimize_with_restarts
 from .._optimize.workers import minimize_in_workers, runs_in_workers
 from ..memory.ledger import check_could_fit, reserve
 from .clock import EvaluationClock
@@ -100,18 +96,24 @@ class FitSession:
             self._reservation = None
 
     # ------------------------------------------------------------- memory
-    def budget(self, needed_bytes, n_samples, remedies, parallel_runs=None):
-        """The fit's peak memory estimate (:mod:`fastgp.memory.estimates`),
-        the N that sets it and what a refusal tells the user to do (most
-        useful first), reserved now, before the objective allocates
-        anything.
+    def budget(self, need, n_samples, remedies, parallel_runs=None, device_check=None):
+        """The fit's peak memory estimate per place (a
+        :class:`~fastgp._solvers.base.MemoryNeed`,
+        :mod:`fastgp.memory.estimates`), the N that sets it and what a
+        refusal tells the user to do (most useful first): the host part
+        reserved now, before the objective allocates anything, and the
+        device part, if any, checked now by ``device_check(bytes,
+        n_samples=..., operation=..., remedies=...)`` (the solver's).
 
         ``parallel_runs`` = (n_jobs, n_restarts): the optimiser's runs may
         go to joblib's workers (:func:`fastgp._optimize.workers.runs_in_workers`
         decides); then each reserves its own, and this process only checks
         now that the fit could fit at all and reserves for the final model
         after the runs."""
-        self._budget = dict(needed=int(needed_bytes), n_samples=int(n_samples),
+        if need.device and device_check is not None:
+            device_check(int(need.device), n_samples=int(n_samples),
+                         operation=self.operation, remedies=list(remedies))
+        self._budget = dict(needed=int(need.host), n_samples=int(n_samples),
                             operation=self.operation, remedies=list(remedies))
         self._in_workers = parallel_runs is not None and runs_in_workers(*parallel_runs)
         if self._in_workers:
@@ -131,7 +133,7 @@ class FitSession:
     def minimize(self, objective, start, bounds, optimizer, *, n_restarts=0, rng=None,
                  n_jobs=None, verbose=0, objective_name="-log p(y|X)", width=4,
                  max_iter=None, tol=None, limit_remedy=DEFAULT_LIMIT_REMEDY,
-                 max_time=None, description=None):
+                 max_time=None, description=None, context=threads_for):
         """The best of the optimiser's runs on ``objective`` from ``start``
         and ``n_restarts`` random starts (:mod:`fastgp._optimize.minimize`),
         an :class:`~fastgp._optimize.minimize.OptimizationResult`.
@@ -140,7 +142,9 @@ class FitSession:
         (and there are restarts), they are joblib tasks, each with its own
         copy of the objective (``objective.for_worker()``) and its own
         reservation; otherwise they run here, inside the fit's reservation,
-        every evaluation on the idle cores. A KeyboardInterrupt that ended the
+        every evaluation in ``context(n_samples)`` (the solver's evaluation
+        context: by default the CPU thread governor, on the idle cores). A
+        KeyboardInterrupt that ended the
         optimisation after a finite point is kept for the end of the block
         (module docstring).
 
@@ -165,7 +169,7 @@ class FitSession:
                 budget=self._budget, limit_remedy=limit_remedy, report=report,
                 deadline=timer.deadline, max_time=max_time)
         else:
-            with self._reserved().covering(), threads_for(n_samples) as governor:
+            with self._reserved().covering(), context(n_samples) as governor:
                 if report is not None:
                     report.start()
                 best = minimize_with_restarts(
@@ -182,13 +186,6 @@ class FitSession:
         """Whether the fit's ``max_time`` has passed."""
         return self._clock is not None and self._clock.out_of_time
 
-    @staticmethod
-    def not_optimised(start):
-        """The result that stands for no optimisation (``optimizer=None``, no
-        free hyperparameter): ``start`` itself, no iteration, no value."""
-        start = np.asarray(start, dtype=np.float64)
-        return OptimizationResult(start, math.nan, np.zeros_like(start), 0, 0, "", None)
-
     def defer(self, interrupt):
         """Raise ``interrupt`` (a KeyboardInterrupt) when the block ends,
         after publication (a multi-class classifier collects its models')."""
@@ -196,19 +193,20 @@ class FitSession:
             self._interrupt = interrupt
 
     # ------------------------------------------------------------ finalise
-    def finalise(self, final, objective, point, messages):
+    def finalise(self, final, objective, point, messages, context=threads_for):
         """``final(objective, point, messages)`` -> the solver's
         :class:`~fastgp._solvers.base.KeptModel`, computed inside the fit's
-        reservation on the idle cores; the reservation then shrinks to the
-        kept factor ``L`` (and lives until that array is freed), or ends where
-        the model keeps no N x N factor."""
+        reservation in ``context(n_samples)`` (as :meth:`minimize`'s); the
+        reservation then shrinks to the kept factor ``L`` where it lies in
+        host memory (and lives until that array is freed), or ends where the
+        model keeps no N x N factor there."""
         reservation = self._reserved()
-        with reservation.covering(), threads_for(objective.n_samples) as governor:
+        with reservation.covering(), context(objective.n_samples) as governor:
             kept = governor.evaluate(final, objective, point, messages)
-        if kept.L is None:
+        if kept.host_factor is None:
             self._release()
         else:
-            reservation.keep(kept.L)
+            reservation.keep(kept.host_factor)
             self._reservation = None  # it belongs to L now
         return kept
 

@@ -14,7 +14,8 @@ from .cholesky import CholeskySolver
 from .iterative import IterativeSolver
 from .vecchia import VecchiaSolver
 
-__all__ = ["SOLVERS", "make_solver", "choose_solver", "fit_remedies", "fit_description"]
+__all__ = ["SOLVERS", "make_solver", "exact_solver", "choose_solver", "fit_remedies",
+           "fit_description"]
 
 #: The solvers by the estimator's ``solver`` value.
 SOLVERS = {solver.name: solver for solver in (CholeskySolver, IterativeSolver,
@@ -31,6 +32,12 @@ def make_solver(name, params):
     """The solver called ``name``, built from the estimator's
     ``get_params()``."""
     return SOLVERS[name].from_params(params)
+
+
+def exact_solver():
+    """The exact solver of the GPLVM and the Laplace classifier: the
+    Cholesky path in one N x N buffer."""
+    return SOLVERS["cholesky"].from_params({})
 
 
 #: solver="auto" keeps the exact Cholesky path up to this many samples (if its

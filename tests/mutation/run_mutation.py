@@ -129,7 +129,7 @@ GROUPS = {
                                                  "tests/test_reliability_pd.py",
         "fastgp/_solvers/cholesky/latent.py": "tests/test_gplvm_gradient.py",
         "fastgp/_solvers/cholesky/laplace.py": _CLASSIFIER,
-        "fastgp/_solvers/cholesky/laplace_prediction.py": _CLASSIFIER,
+        "fastgp/_solvers/laplace_predictive.py": _CLASSIFIER,
         "fastgp/_solvers/iterative/__init__.py": _ITERATIVE + " tests/test_iterative_regressor.py",
         "fastgp/_solvers/iterative/diagonal.py": _ITERATIVE,
         "fastgp/_solvers/iterative/distributed.py": "tests/test_distributed_products.py",

@@ -1,20 +1,25 @@
-"""The exact path in one N x N buffer (docs/design.md, "The one-buffer plan"):
-the regression's solver, and the one-buffer objectives of the GPLVM and the
-Laplace classifier.
+"""The exact path in one N x N buffer of host memory (docs/design.md, "The
+one-buffer plan"): the solver of the regression, the GPLVM and the Laplace
+classifier on the CPU.
 
-===================  ==========================================================
-``workspace.py``     the one N x N buffer a fit reuses
-``objective.py``     the regression's negative log marginal likelihood and gradient
-``latent.py``        the GPLVM's objective and the predictive density of new rows
-``laplace.py``       the Laplace classifier's approximate likelihood and predictions
-``final.py``         the factor of the model a fit keeps, with jitter
-===================  ==========================================================
+=========================  ====================================================
+``workspace.py``           the one N x N buffer a fit reuses
+``objective.py``           the regression's negative log marginal likelihood
+                           and gradient
+``latent.py``              the GPLVM's objective and the predictive density of
+                           new rows
+``laplace.py``             the Laplace classifier's approximate likelihood
+                           (its predictions: ``_solvers/laplace_predictive.py``)
+``final.py``               the factor of the model a fit keeps, with jitter
+=========================  ====================================================
 """
 
 from ...memory import estimates
 from ..._backend.covariance import make_covariance, warn_slow_kernel
-from ..base import Solver, on_idle_cores
+from ..base import MemoryNeed, Solver
 from .final import final_factor
+from .laplace import LaplaceObjective
+from .latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
 from .objective import NegLogMarginalLikelihood
 from ..predictive import predict_mean_cov, predict_mean_var
 from .workspace import Workspace
@@ -23,8 +28,9 @@ __all__ = ["CholeskySolver"]
 
 
 class CholeskySolver(Solver):
-    """The exact regression in one N x N buffer: dpotrf, dpotrs, dpotri and
-    one fused gradient pass per evaluation; the factor kept as ``L_``."""
+    """The exact path in one N x N buffer of host memory: dpotrf, dpotrs,
+    dpotri and one fused gradient pass per evaluation; the factor kept as
+    ``L_``. Serves the regressor, the GPLVM and the Laplace classifier."""
 
     name = "cholesky"
     restarts_in_workers = True
@@ -51,7 +57,7 @@ class CholeskySolver(Solver):
                    ["use a kernel on fastgp's fast path, whose gradient needs no "
                     "(N, N, n_hyperparameters) tensor"]))
 
-    def objective(self, covariance, Y, diag_add, seed, verbose=False):
+    def objective(self, covariance, Y, diag_add, draws, verbose=False):
         return NegLogMarginalLikelihood(covariance, Y, diag_add, Workspace(len(Y)))
 
     def final(self, objective, theta, messages):
@@ -63,13 +69,33 @@ class CholeskySolver(Solver):
             fast=problem.fast)
 
     def predict(self, fitted, X_query, want):
-        covariance = make_covariance(fitted.kernel, fitted.X, warn=False)
-        theta = fitted.kernel.theta
         if want == "cov":
-            return on_idle_cores(len(fitted.A), predict_mean_cov, covariance, theta,
-                                 fitted.L, fitted.A, X_query)
-        return on_idle_cores(len(fitted.A), predict_mean_var, covariance, theta, fitted.L,
-                             fitted.A, X_query, want_var=want == "var")
+            covariance = make_covariance(fitted.kernel, fitted.X, warn=False)
+            return self.outside_fit(len(fitted.A), predict_mean_cov, covariance,
+                                    fitted.kernel.theta, fitted.L, fitted.A, X_query)
+        return self.predict_from_factor(fitted.kernel, fitted.X, fitted.L, fitted.A, X_query,
+                                        want_var=want == "var")
 
     def predict_cov_bytes(self, n_train, n_query, n_targets):
         return estimates.predict_cov_bytes(n_train, n_query, n_targets)
+
+    # ------------------------------------------------ the other estimators
+    def latent_objective(self, kernel, Y, n_components, diag_add):
+        return LatentNegLogMarginalLikelihood(kernel, Y, n_components, diag_add,
+                                              Workspace(len(Y)))
+
+    def latent_fit_memory(self, n_samples, n_features, n_components, objective):
+        return MemoryNeed(host=estimates.gplvm_fit_bytes(
+            n_samples, n_features, n_components, objective.covariance.n_blocks))
+
+    def latent_density(self, kernel, X_train, L, A, Y_new):
+        return PredictiveNegLogDensity(kernel, X_train, L, A, Y_new)
+
+    def predict_from_factor(self, kernel, X_train, L, A, X_query, want_var):
+        covariance = make_covariance(kernel, X_train, warn=False)
+        return self.outside_fit(len(A), predict_mean_var, covariance, kernel.theta, L, A,
+                                X_query, want_var=want_var)
+
+    def laplace_objective(self, covariance, y, max_iter, warm_start, f_cached=None):
+        return LaplaceObjective(covariance, y, Workspace(len(y)), max_iter=max_iter,
+                                warm_start=warm_start, f_cached=f_cached)

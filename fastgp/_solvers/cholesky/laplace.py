@@ -33,7 +33,7 @@ The buffer plan for one evaluation at theta:
 
 Classes: :class:`LaplaceObjective` (value and gradient for the optimiser,
 and the factor a fitted model keeps). The predictions (Alg. 3.2) are
-:mod:`fastgp._solvers.cholesky.laplace_prediction`'s, re-exported here.
+:mod:`fastgp._solvers.laplace_predictive`'s.
 """
 
 import math
@@ -53,12 +53,9 @@ from ..._linalg.lapack import (
     float32_lower_view,
     symmetric_matvec,
 )
-from ..base import PointFailed, guarded_value, guarded_value_and_grad
-from .laplace_prediction import (latent_moments, positive_class_decision,
-                                 positive_class_probability)
+from ..base import GuardedObjective, PointFailed
 
-__all__ = ["LaplaceObjective", "LaplaceMode", "latent_moments",
-           "positive_class_probability", "positive_class_decision", "NEWTON_TOL",
+__all__ = ["LaplaceObjective", "LaplaceMode", "NEWTON_TOL",
            "FLOAT32_MIN_N", "FLOAT32_SWITCH", "FLOAT32_RESERVE", "REFINE_STEPS",
            "REFINE_TOL"]
 
@@ -203,7 +200,7 @@ class LaplaceMode:
     n_float32: int = 0
 
 
-class LaplaceObjective:
+class LaplaceObjective(GuardedObjective):
     """``f(theta) -> (-log q(y|X,theta), -d log q/d theta)`` for the
     optimiser, and the factor that a fitted binary classifier keeps.
 
@@ -403,20 +400,14 @@ class LaplaceObjective:
         return -0.5 * self.covariance.grad_trace(theta, B, a[:, None])
 
     # ----------------------------------------------------------- the calls
-    def value(self, theta):
-        """-log q(y|X, theta) alone (no gradient); inf where B is not
-        positive definite or the value is not finite."""
-        self.n_evaluations += 1
-        return guarded_value(lambda point: -self.newton(point).value,
-                             np.asarray(theta, dtype=np.float64))
+    def value_at(self, theta):
+        """-log q(y|X, theta) alone (no gradient); raises
+        NotPositiveDefiniteError where B is not positive definite."""
+        return -self.newton(theta).value
 
-    def __call__(self, theta):
-        """(-log q, -d log q/d theta (n_theta,)); (inf, zeros) where B is not
-        positive definite or anything is not finite."""
-        self.n_evaluations += 1
-        return guarded_value_and_grad(self._value_and_grad, theta)
-
-    def _value_and_grad(self, theta):
+    def value_and_grad_at(self, theta):
+        """(-log q, -d log q/d theta (n_theta,)); raises as :meth:`value_at`
+        (the guard is GuardedObjective's)."""
         mode = self.newton(theta)
         if not math.isfinite(mode.value):
             raise PointFailed  # before the gradient's dpotri

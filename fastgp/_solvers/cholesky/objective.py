@@ -34,7 +34,7 @@ from ..._linalg.lapack import (
     exact_sum,
     log_det_from_factor,
 )
-from ..base import PointFailed, guarded_value, guarded_value_and_grad
+from ..base import GuardedObjective, PointFailed, regression_targets
 from .workspace import Workspace
 
 __all__ = ["BufferObjective", "NegLogMarginalLikelihood"]
@@ -42,25 +42,18 @@ __all__ = ["BufferObjective", "NegLogMarginalLikelihood"]
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-class BufferObjective:
+class BufferObjective(GuardedObjective):
     """What every objective that works in the one N x N buffer does with its
     ``factor(point)`` -> (B holding L, A, value) and ``_gradient(point,
     Kinv_lower, A)``: the value alone, or the value and gradient through
-    dpotri in place (the regression's and the GPLVM's objectives), each
-    guarded (:mod:`fastgp._solvers.base`: inf where K is not positive
-    definite). Counts its evaluations in ``n_evaluations``."""
+    dpotri in place (the regression's and the GPLVM's objectives); the guard
+    is :class:`~fastgp._solvers.base.GuardedObjective`'s."""
 
-    def value(self, point):
-        """The value alone (no dpotri, no gradient pass); inf if not PD."""
-        self.n_evaluations += 1
-        return guarded_value(lambda p: self.factor(p)[2], point)
+    def value_at(self, point):
+        """The value alone (no dpotri, no gradient pass)."""
+        return self.factor(point)[2]
 
-    def __call__(self, point):
-        """(value, gradient); (inf, zeros) if K is not PD."""
-        self.n_evaluations += 1
-        return guarded_value_and_grad(self._value_and_grad, point)
-
-    def _value_and_grad(self, point):
+    def value_and_grad_at(self, point):
         B, A, value = self.factor(point)
         if not math.isfinite(value):
             raise PointFailed  # before the inverse
@@ -92,10 +85,7 @@ class NegLogMarginalLikelihood(BufferObjective):
 
     def __init__(self, covariance, Y, diag_add, workspace):
         self.covariance = covariance
-        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
-        self.diag_add = np.ascontiguousarray(
-            np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (len(self.Y),))
-        )
+        self.Y, self.diag_add = regression_targets(Y, diag_add)
         self.workspace = workspace
         self.n_evaluations = 0
 

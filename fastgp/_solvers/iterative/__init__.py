@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..._backend.covariance import make_covariance
 from ..._user_warnings import warn_user
 from ...memory import estimates
-from ..base import Solver, on_idle_cores
+from ..base import Draws, Solver
 from .objective import IterativeNegLogMarginalLikelihood, final_model
 from .predict import (PREDICTION_TOL_FACTOR, predict_mean_cov_iterative,
                       predict_mean_var_iterative, prediction_tol)
@@ -72,14 +72,14 @@ class IterativeSolver(Solver):
         return ["fit on fewer samples (a random subset, or average neighbouring points)",
                 "use a machine with more memory"]
 
-    def draw_seed(self, rng):
+    def draw(self, rng):
         # the probes' draws: one integer from the fit's RandomState, before
         # the restarts' starts are drawn
-        return int(rng.randint(np.iinfo(np.int32).max))
+        return Draws(seed=int(rng.randint(np.iinfo(np.int32).max)))
 
-    def objective(self, covariance, Y, diag_add, seed, verbose=False):
+    def objective(self, covariance, Y, diag_add, draws, verbose=False):
         return IterativeNegLogMarginalLikelihood(covariance, Y, diag_add, self.options,
-                                                 seed, verbose=verbose)
+                                                 draws.seed, verbose=verbose)
 
     def final(self, objective, theta, messages):
         return final_model(objective, theta, messages)
@@ -101,11 +101,11 @@ class IterativeSolver(Solver):
         system = self._system(fitted)
         A = fitted.A
         if want == "cov":
-            mean, cov, residual = on_idle_cores(len(A), predict_mean_cov_iterative, system,
+            mean, cov, residual = self.outside_fit(len(A), predict_mean_cov_iterative, system,
                                                 A, X_query)
             self._warn_prediction_residual(residual)
             return mean, cov
-        mean, var, residual = on_idle_cores(len(A), predict_mean_var_iterative, system, A,
+        mean, var, residual = self.outside_fit(len(A), predict_mean_var_iterative, system, A,
                                             X_query, want_var=want == "var")
         self._warn_prediction_residual(residual)
         return mean, var

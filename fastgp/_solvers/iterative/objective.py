@@ -49,7 +49,7 @@ import numpy as np
 
 from ..._linalg.blas_pool import release_blas_workers
 from ...exceptions import NotPositiveDefiniteError
-from ..base import KeptModel, PointFailed, guarded_value, guarded_value_and_grad
+from ..base import GuardedObjective, KeptModel, PointFailed, regression_targets
 from .diagonal import diagonal_gradient
 from .distributed import for_fit
 from .krylov import lanczos_quadrature
@@ -88,7 +88,7 @@ class ProbeDraws:
         self.G = rng.standard_normal((int(n_samples), int(n_probes)))
 
 
-class IterativeNegLogMarginalLikelihood:
+class IterativeNegLogMarginalLikelihood(GuardedObjective):
     """``f(theta) -> (L, dL/dtheta)`` estimated matrix-free, for
     ``scipy.optimize.minimize(jac=True)``.
 
@@ -132,9 +132,7 @@ class IterativeNegLogMarginalLikelihood:
 
     def __init__(self, covariance, Y, diag_add, options, seed, verbose=False):
         self.covariance = for_fit(covariance)
-        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
-        self.diag_add = np.ascontiguousarray(
-            np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (len(self.Y),)))
+        self.Y, self.diag_add = regression_targets(Y, diag_add)
         self.options = options
         self.draws = ProbeDraws(len(self.Y), options.preconditioner_rank,
                                 options.n_probes, seed)
@@ -230,16 +228,13 @@ class IterativeNegLogMarginalLikelihood:
         grad = self._gradient(theta, system, A, U, Z) if with_gradient else None
         return value, grad
 
-    def value(self, theta):
-        """L(theta) alone; inf where K~ is not positive definite."""
-        self.n_evaluations += 1
-        return guarded_value(lambda point: self.evaluate(point, with_gradient=False)[0],
-                             theta)
+    def value_at(self, theta):
+        """L(theta) alone; raises NotPositiveDefiniteError or PointFailed."""
+        return self.evaluate(theta, with_gradient=False)[0]
 
-    def __call__(self, theta):
-        """(L(theta), dL/dtheta (n_theta,)); (inf, zeros) if not PD."""
-        self.n_evaluations += 1
-        return guarded_value_and_grad(self.evaluate, theta)
+    def value_and_grad_at(self, theta):
+        """(L(theta), dL/dtheta (n_theta,)); raises as :meth:`value_at`."""
+        return self.evaluate(theta)
 
     def final(self, theta):
         """The kept model at theta: (A (n, T), value, system); raises

@@ -18,7 +18,7 @@ time and O(N m) memory per evaluation, a sum over independent blocks.
 import numpy as np
 
 from ...memory import estimates
-from ..base import Solver, on_idle_cores
+from ..base import Draws, Solver
 from .objective import VecchiaNegLogLikelihood, final_model
 from .predict import JOINT_MAX_POINTS, predict_joint, predict_vecchia
 
@@ -77,20 +77,20 @@ class VecchiaSolver(Solver):
                 "use fewer neighbours (n_neighbors)",
                 "use a machine with more memory"]
 
-    def draw_seed(self, rng):
+    def draw(self, rng):
         # the ordering's draws: one integer from the fit's RandomState, before
         # the restarts' starts are drawn
-        return int(rng.randint(np.iinfo(np.int32).max))
+        return Draws(seed=int(rng.randint(np.iinfo(np.int32).max)))
 
-    def objective(self, covariance, Y, diag_add, seed, verbose=False):
-        # seed: the ordering's draws, or after a fit (replay) the draws and
-        # the length scales its last layout was found at
-        seed, scales = seed if isinstance(seed, tuple) else (seed, None)
+    def objective(self, covariance, Y, diag_add, draws, verbose=False):
+        # draws.scales: after a fit (replay), the length scales its last
+        # layout was found at
         return VecchiaNegLogLikelihood(covariance, Y, diag_add, self.n_neighbors,
-                                       self.ordering, seed, scales, verbose=verbose)
+                                       self.ordering, draws.seed, draws.scales,
+                                       verbose=verbose)
 
-    def replay(self, objective, seed):
-        return (objective.seed, objective.scales)
+    def replay(self, objective, draws):
+        return Draws(seed=objective.seed, scales=objective.scales)
 
     def final(self, objective, theta, messages):
         return final_model(objective, theta, messages)
@@ -108,8 +108,8 @@ class VecchiaSolver(Solver):
     def predict(self, fitted, X_query, want):
         n = len(fitted.A)
         if want == "cov":
-            return on_idle_cores(n, predict_joint, fitted, X_query, self.n_neighbors_predict)
-        return on_idle_cores(n, predict_vecchia, fitted, X_query, self.n_neighbors_predict,
+            return self.outside_fit(n, predict_joint, fitted, X_query, self.n_neighbors_predict)
+        return self.outside_fit(n, predict_vecchia, fitted, X_query, self.n_neighbors_predict,
                              want)
 
     def predict_cov_bytes(self, n_train, n_query, n_targets):

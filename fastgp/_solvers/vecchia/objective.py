@@ -29,7 +29,7 @@ import numpy as np
 
 from ..._backend.covariance import make_covariance
 from ...exceptions import NotPositiveDefiniteError
-from ..base import KeptModel, PointFailed, guarded_value, guarded_value_and_grad
+from ..base import GuardedObjective, KeptModel, PointFailed, regression_targets
 from .distributed import VecchiaRows, VecchiaSums
 from .neighbours import SpatialLayout, ordered_neighbours
 from .ordering import maxmin_order, random_order
@@ -59,7 +59,7 @@ class VecchiaState:
         self.tree = None
 
 
-class VecchiaNegLogLikelihood:
+class VecchiaNegLogLikelihood(GuardedObjective):
     """``f(theta) -> (L, dL/dtheta)``, Vecchia's negative log-likelihood, for
     ``scipy.optimize.minimize(jac=True)``.
 
@@ -92,9 +92,7 @@ class VecchiaNegLogLikelihood:
                  verbose=False):
         self.kernel = covariance.kernel
         self.X = np.ascontiguousarray(covariance.X, dtype=np.float64)
-        self.Y = np.ascontiguousarray(np.asarray(Y, dtype=np.float64).reshape(len(Y), -1))
-        self.diag_add = np.ascontiguousarray(
-            np.broadcast_to(np.asarray(diag_add, dtype=np.float64), (len(self.Y),)))
+        self.Y, self.diag_add = regression_targets(Y, diag_add)
         self.n_neighbors = int(n_neighbors)
         self.ordering = ordering
         self.seed = seed
@@ -165,15 +163,13 @@ class VecchiaNegLogLikelihood:
             raise PointFailed
         return nll, grad
 
-    def value(self, theta):
-        """L(theta) alone; inf where a block is not positive definite."""
-        self.n_evaluations += 1
-        return guarded_value(lambda point: self.evaluate(point, want_grad=False)[0], theta)
+    def value_at(self, theta):
+        """L(theta) alone; raises NotPositiveDefiniteError or PointFailed."""
+        return self.evaluate(theta, want_grad=False)[0]
 
-    def __call__(self, theta):
-        """(L(theta), dL/dtheta (n_theta,)); (inf, zeros) if not PD."""
-        self.n_evaluations += 1
-        return guarded_value_and_grad(self.evaluate, theta)
+    def value_and_grad_at(self, theta):
+        """(L(theta), dL/dtheta (n_theta,)); raises as :meth:`value_at`."""
+        return self.evaluate(theta)
 
     def dual(self, theta):
         """Vecchia's K~^-1 Y (n, T) in the estimator's sample order; raises

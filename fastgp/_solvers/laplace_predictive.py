@@ -11,8 +11,8 @@ Functions: :func:`latent_moments` (lines 4-6, in chunks),
 import numpy as np
 from scipy.special import erf
 
-from ..._linalg.lapack import solve_lower_in_place
-from ..chunks import query_chunks
+from .._linalg.lapack import solve_lower_in_place
+from .chunks import query_chunks
 
 __all__ = ["latent_moments", "positive_class_probability", "positive_class_decision",
            "MIXTURE_LAMBDAS", "MIXTURE_COEFFICIENTS", "DECISION_BAND"]
