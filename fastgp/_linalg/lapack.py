@@ -28,6 +28,7 @@ from . import tiles
 
 __all__ = [
     "cholesky_with_jitter",
+    "HostFactor",
     "zero_strict_upper",
     "rank_tolerance",
     "exact_sum",
@@ -241,8 +242,27 @@ def _lower_is_finite(B, block=256):
     return True
 
 
+class HostFactor:
+    """What :func:`cholesky_with_jitter` does to a buffer in host memory: a
+    device's buffer brings its own object with the same three methods."""
+
+    @staticmethod
+    def factor(B):
+        """The lower Cholesky factor in place; NotPositiveDefiniteError."""
+        cholesky_in_place(B)
+
+    @staticmethod
+    def diagonal(B):
+        """The diagonal (n,) as a host NumPy array."""
+        return np.diagonal(B)
+
+    @staticmethod
+    def lower_is_finite(B):
+        return _lower_is_finite(B)
+
+
 def cholesky_with_jitter(fill, B, min_relative_jitter=1e-10, max_relative_jitter=1e-6,
-                         growth=10.0):
+                         growth=10.0, buffer=HostFactor):
     """Factor K in place, adding diagonal jitter in growing steps if needed.
 
     Parameters
@@ -259,6 +279,9 @@ def cholesky_with_jitter(fill, B, min_relative_jitter=1e-10, max_relative_jitter
         The bound: jitter never exceeds this times max_i K_ii.
     growth : float
         Factor between successive jitters.
+    buffer : how to factor ``B`` and read its diagonal
+        (:class:`HostFactor`; a device buffer's object for one in device
+        memory), so that the ladder below is the same wherever K lies.
 
     Returns
     -------
@@ -288,7 +311,7 @@ def cholesky_with_jitter(fill, B, min_relative_jitter=1e-10, max_relative_jitter
     """
     n = B.shape[0]
     fill(B, 0.0)
-    diag = np.diagonal(B)
+    diag = buffer.diagonal(B)
     if not np.isfinite(diag).all():
         raise NonFiniteMatrixError("the kernel matrix has non-finite diagonal entries.")
     max_diag = float(diag.max()) if n else 0.0
@@ -296,7 +319,7 @@ def cholesky_with_jitter(fill, B, min_relative_jitter=1e-10, max_relative_jitter
     bound = max_relative_jitter * max_diag
     jitter = 0.0
     while True:
-        failure = _try_cholesky(B, tol)
+        failure = _try_cholesky(B, tol, buffer)
         if failure is None:
             return jitter
         first = max(min_relative_jitter * max_diag, 10.0 * tol)
@@ -306,17 +329,17 @@ def cholesky_with_jitter(fill, B, min_relative_jitter=1e-10, max_relative_jitter
             raise failure
         jitter = following
         fill(B, jitter)
-        if jitter == first and not _lower_is_finite(B):
+        if jitter == first and not buffer.lower_is_finite(B):
             raise NonFiniteMatrixError("the kernel matrix has non-finite entries.")
 
 
-def _try_cholesky(B, tol):
-    """dpotrf in place; None on success, else the NotPositiveDefiniteError."""
+def _try_cholesky(B, tol, buffer=HostFactor):
+    """The factor in place; None on success, else the NotPositiveDefiniteError."""
     try:
-        cholesky_in_place(B)
+        buffer.factor(B)
     except NotPositiveDefiniteError as exc:
         return exc
-    pivots = np.diagonal(B)
+    pivots = buffer.diagonal(B)
     smallest = int(np.argmin(pivots)) if len(pivots) else 0
     if len(pivots) and not pivots[smallest] ** 2 > tol:
         exc = NotPositiveDefiniteError(smallest + 1, B.shape[0])
