@@ -14,7 +14,7 @@ import fastgp.memory as memory
 from fastgp import GPLVM, GaussianProcessRegressor
 from fastgp._fit.report import IterationReport
 from fastgp._solvers.base import FactorTexts
-from fastgp._solvers.cholesky.final import final_factor
+from fastgp._solvers.kept_factor import final_factor
 from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
 from fastgp.exceptions import JitterWarning, NotPositiveDefiniteError

@@ -16,7 +16,8 @@ from sklearn.metrics import pairwise_distances
 from sklearn.model_selection import train_test_split
 
 from fastgp import GPLVM
-from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
+from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
+from fastgp._solvers.cholesky.latent import predictive_density as PredictiveNegLogDensity
 from fastgp._solvers.cholesky.workspace import Workspace
 
 

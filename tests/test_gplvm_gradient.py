@@ -23,11 +23,9 @@ from fastgp._engine import interpreter as _interpreter
 from fastgp import kernels as fastgp_kernels
 from fastgp._backend.covariance import has_non_stationary_leaf, kernel_input, latent_blocks
 from fastgp._solvers.cholesky.workspace import Workspace
-from fastgp._solvers.cholesky.latent import (
-    LatentNegLogMarginalLikelihood,
-    PredictiveNegLogDensity,
-    lower_latent_kernel,
-)
+from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
+from fastgp._solvers.cholesky.latent import predictive_density as PredictiveNegLogDensity
+from fastgp._solvers.latent_density import lower_latent_kernel
 from fastgp._linalg.lapack import cho_inverse_in_place
 
 JITTER = 1e-8

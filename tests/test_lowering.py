@@ -185,7 +185,7 @@ def test_register_leaf_refuses_an_opcode_the_engine_does_not_know():
 def test_messages_list_the_registry(rng):
     from fastgp._backend.covariance import make_covariance
     from fastgp.exceptions import SlowKernelWarning
-    from fastgp._solvers.cholesky.latent import lower_latent_kernel
+    from fastgp._solvers.latent_density import lower_latent_kernel
     from fastgp._backend.lowering import fast_path_summary
 
     kernel = PairwiseKernel()

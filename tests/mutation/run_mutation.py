@@ -123,11 +123,12 @@ GROUPS = {
         "fastgp/_solvers/workers.py": "tests/test_distributed_products.py "
                                       "tests/test_vecchia_distributed.py",
         "fastgp/_solvers/cholesky/__init__.py": _FIT + " tests/test_regressor.py",
-        "fastgp/_solvers/cholesky/final.py": _FIT,
+        "fastgp/_solvers/kept_factor.py": _FIT,
         "fastgp/_solvers/cholesky/workspace.py": _FIT,
         "fastgp/_solvers/cholesky/objective.py": "tests/test_objective.py "
                                                  "tests/test_reliability_pd.py",
         "fastgp/_solvers/cholesky/latent.py": "tests/test_gplvm_gradient.py",
+        "fastgp/_solvers/latent_density.py": "tests/test_gplvm_gradient.py",
         "fastgp/_solvers/cholesky/laplace.py": _CLASSIFIER,
         "fastgp/_solvers/laplace_predictive.py": _CLASSIFIER,
         "fastgp/_solvers/iterative/__init__.py": _ITERATIVE + " tests/test_iterative_regressor.py",

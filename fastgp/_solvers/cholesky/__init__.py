@@ -10,16 +10,15 @@ classifier on the CPU.
                            new rows
 ``laplace.py``             the Laplace classifier's approximate likelihood
                            (its predictions: ``_solvers/laplace_predictive.py``)
-``final.py``               the factor of the model a fit keeps, with jitter
 =========================  ====================================================
 """
 
 from ...memory import estimates
 from ..._backend.covariance import make_covariance, warn_slow_kernel
 from ..base import MemoryNeed, Solver
-from .final import final_factor
+from ..kept_factor import final_factor
 from .laplace import LaplaceObjective
-from .latent import LatentNegLogMarginalLikelihood, PredictiveNegLogDensity
+from .latent import LatentNegLogMarginalLikelihood, predictive_density
 from .objective import NegLogMarginalLikelihood
 from ..predictive import predict_mean_cov, predict_mean_var
 from .workspace import Workspace
@@ -89,7 +88,7 @@ class CholeskySolver(Solver):
             n_samples, n_features, n_components, objective.covariance.n_blocks))
 
     def latent_density(self, kernel, X_train, L, A, Y_new):
-        return PredictiveNegLogDensity(kernel, X_train, L, A, Y_new)
+        return predictive_density(kernel, X_train, L, A, Y_new)
 
     def predict_from_factor(self, kernel, X_train, L, A, X_query, want_var):
         covariance = make_covariance(kernel, X_train, warn=False)

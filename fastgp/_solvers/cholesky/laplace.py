@@ -414,7 +414,7 @@ class LaplaceObjective(GuardedObjective):
         return -mode.value, -self._gradient(theta, mode)
 
     def factor_with_jitter(self, theta, max_relative_jitter=1e-6):
-        """The model a fit keeps (for :func:`fastgp._solvers.cholesky.final.final_factor`):
+        """The model a fit keeps (for :func:`fastgp._solvers.kept_factor.final_factor`):
         Newton's mode at ``theta`` with each B factored by
         :func:`fastgp._linalg.lapack.cholesky_with_jitter` (jitter on B's diagonal
         where it is not numerically positive definite).

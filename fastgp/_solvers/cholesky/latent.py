@@ -1,4 +1,4 @@
-"""The GPLVM's two objectives, in fastgp's one-buffer style.
+"""The GPLVM's objective on the CPU, in fastgp's one-buffer style.
 
 :class:`LatentNegLogMarginalLikelihood` is the training objective of the GP
 latent variable model (Lawrence 2005): the negative log marginal likelihood of
@@ -22,64 +22,24 @@ against the hyperparameter and the latent derivatives of K at once. Besides the
 workspace it holds O(N (Q + D)) floats and the backend's per-block partial sums
 of at most ``n_blocks x N x Q`` floats, with ``n_blocks x Q <= max(4 Q, N / 16)``.
 
-:class:`PredictiveNegLogDensity` places new data in a fitted latent space (what
-GPy calls ``infer_newX``): for a new row y* and a candidate latent point x*,
-the negative log density of y* under the fitted GP's predictive distribution,
-training posterior fixed (Rasmussen & Williams 2006, eq. 2.25 and 2.26, with
-the noise of a new observation included):
+:func:`predictive_density` places new data in a model fitted on the CPU:
+the predictive density of :mod:`fastgp._solvers.latent_density` (shared by
+every exact solver) with this path's backend and LAPACK solves.
 
-    m(x*)  = k(X, x*)^T A                          (D,)
-    s2(x*) = k(x*, x*) - k(X, x*)^T K^-1 k(X, x*)  (scalar, shared by the D outputs)
-    f(x*)  = D/2 log(2 pi s2) + |y* - m|^2 / (2 s2)
-
-and its gradient in x*, for many rows at once, each row independent of the
-others.
-
-This module owns the mathematics of the two objectives; the covariance passes
+This module owns the mathematics of the training objective; the covariance passes
 are the backend's (:class:`fastgp._backend.covariance.LatentCovariance`) and the
 linear algebra is :mod:`fastgp._linalg.lapack`'s.
 """
-
-import math
 
 import numpy as np
 
 from ..._backend.covariance import LatentCovariance
 from ..._linalg.lapack import cho_solve_in_place
-from ..._backend.lowering import fast_path_summary, lower_kernel
-from ..chunks import query_chunks
+from ..latent_density import LatentPoints, PredictiveNegLogDensity, lower_latent_kernel
 from .objective import BufferObjective, NegLogMarginalLikelihood
 
-__all__ = [
-    "lower_latent_kernel",
-    "LatentNegLogMarginalLikelihood",
-    "PredictiveNegLogDensity",
-]
+__all__ = ["LatentNegLogMarginalLikelihood", "predictive_density"]
 
-_LOG_2PI = math.log(2.0 * math.pi)
-
-
-def lower_latent_kernel(kernel, n_components):
-    """Lower ``kernel`` for Q = ``n_components`` latent dimensions (every leaf
-    of the fast path has input derivatives: fastgp._engine.leaves).
-
-    Returns
-    -------
-    program : KernelProgram
-
-    Raises
-    ------
-    ValueError
-        If the kernel is not on fastgp's fast path, or its length scales do
-        not match ``n_components``.
-    """
-    program = lower_kernel(kernel, n_components)
-    if program is None:
-        raise ValueError(
-            f"GPLVM needs a kernel on fastgp's fast path, and {kernel!r} is not: "
-            f"build it from {fast_path_summary()}."
-        )
-    return program
 
 
 class LatentNegLogMarginalLikelihood(BufferObjective):
@@ -118,7 +78,7 @@ class LatentNegLogMarginalLikelihood(BufferObjective):
         if not np.shares_memory(self.covariance.X_T, self.X):  # it must read our buffer
             raise AssertionError("LatentCovariance copied the latent buffer")
         self.nlml = NegLogMarginalLikelihood(self.covariance, Y, diag_add, workspace)
-        self.n_evaluations = 0
+        self.points = LatentPoints(n, self.n_components, self.program.n_theta)
 
     @property
     def n_samples(self):
@@ -134,16 +94,11 @@ class LatentNegLogMarginalLikelihood(BufferObjective):
 
     def pack(self, X, theta):
         """z (n_samples * n_components + n_theta,) from X and theta."""
-        return np.concatenate([np.asarray(X, dtype=np.float64).ravel(),
-                               np.asarray(theta, dtype=np.float64)])
+        return self.points.pack(X, theta)
 
     def unpack(self, z):
         """(X (n_samples, n_components), theta (n_theta,)) views of z."""
-        z = np.asarray(z, dtype=np.float64)
-        n_x = self.X.size
-        if z.shape != (n_x + self.n_theta,):
-            raise ValueError(f"z has shape {z.shape}; expected ({n_x + self.n_theta},)")
-        return z[:n_x].reshape(self.X.shape), z[n_x:]
+        return self.points.unpack(z)
 
     def factor(self, z):
         """Move the latent points to z's and fill and factor K (see
@@ -173,70 +128,14 @@ class LatentNegLogMarginalLikelihood(BufferObjective):
         return 0.5 * trace_x, 0.5 * trace_theta
 
 
-class PredictiveNegLogDensity:
-    """Row-wise ``f(X*) -> (f (m,), df/dX* (m, Q))`` for new data rows Y*
-    (module docstring), given a fitted model's latent points, kernel, Cholesky
-    factor and A = K^-1 Y.
-
-    Parameters
-    ----------
-    kernel : sklearn kernel on the fast path (the fitted one)
-    X_train : ndarray of shape (n_samples, n_components)
-    L : ndarray of shape (n_samples, n_samples), F-contiguous
-        Lower Cholesky factor of the training K (read only).
-    A : ndarray of shape (n_samples, n_features)
-    Y_new : ndarray of shape (n_new, n_features)
-        The new rows, in the model's (centred, scaled) coordinates.
-    chunk_bytes : int
-        Evaluations work through the rows in chunks whose (n_samples, chunk)
-        blocks take at most this many bytes each (four are alive at once).
-
-    Each row's value and gradient depend on that row alone, so a row's
-    optimisation does not depend on which other rows are evaluated with it.
-    """
-
-    def __init__(self, kernel, X_train, L, A, Y_new, chunk_bytes=16 * 2**20):
-        X_train = np.ascontiguousarray(X_train, dtype=np.float64)
-        self.n_components = X_train.shape[1]
-        self.program = lower_latent_kernel(kernel, self.n_components)
-        self.theta = np.asarray(kernel.theta, dtype=np.float64)
-        self.covariance = LatentCovariance(kernel, self.program, X_train)
-        self.L = L
-        self.A = np.ascontiguousarray(A, dtype=np.float64)
-        self.Y_new = np.ascontiguousarray(Y_new, dtype=np.float64)
-        self.n_train = X_train.shape[0]
-        self.chunk_bytes = int(chunk_bytes)
-
-    def __call__(self, X_query, rows):
-        """Values (m,) and gradients (m, Q) of the rows ``rows`` (m,) of Y_new
-        at latent points X_query (m, Q)."""
-        X_query = np.ascontiguousarray(X_query, dtype=np.float64)
-        rows = np.asarray(rows)
-        values = np.empty(len(rows))
-        grads = np.empty(X_query.shape)
-        for chunk in query_chunks(len(rows), self.n_train, self.chunk_bytes):
-            values[chunk], grads[chunk] = self._evaluate(X_query[chunk],
-                                                         self.Y_new[rows[chunk]])
-        return values, grads
-
-    def _evaluate(self, Xq, Yq):
-        D = Yq.shape[1]
-        Kt = self.covariance.cross(self.theta, Xq)  # (n, m) F
-        mean = Kt.T @ self.A  # (m, D)
-        U = cho_solve_in_place(self.L, np.array(Kt, order="F", copy=True))  # K^-1 k*
-        kdiag, dkdiag = self.covariance.diag_with_grad(self.theta, Xq)
-        s2 = kdiag - np.einsum("ij,ij->j", Kt, U)
-        # rounding can leave a noise-free variance at or below zero
-        s2 = np.maximum(s2, 1e-12 * np.maximum(kdiag, 1e-300))
-        resid = Yq - mean
-        rr = np.einsum("ij,ij->i", resid, resid)
-        values = 0.5 * D * (_LOG_2PI + np.log(s2)) + 0.5 * rr / s2
-        # df/dx* = sum_i dk(x_i, x*)/dx* Omega_i + coef dk(x*, x*)/dx*, with
-        # Omega_i = -(A_i . r)/s2 - 2 coef (K^-1 k*)_i, coef = df/ds2.
-        coef = 0.5 * D / s2 - 0.5 * rr / (s2 * s2)
-        Omega = (resid @ self.A.T).T  # (n, m), F-contiguous without a copy
-        Omega *= -1.0 / s2
-        Omega -= 2.0 * coef * U
-        grads = self.covariance.grad_cross_weighted(self.theta, Xq, Omega)
-        grads += coef[:, None] * dkdiag
-        return values, grads
+def predictive_density(kernel, X_train, L, A, Y_new, chunk_bytes=16 * 2**20):
+    """The :class:`~fastgp._solvers.latent_density.PredictiveNegLogDensity` of
+    new rows Y_new (n_new, D) under a model fitted on the CPU: its latent
+    points X_train (n, Q), host factor L (n, n) and A (n, D)."""
+    X_train = np.ascontiguousarray(X_train, dtype=np.float64)
+    program = lower_latent_kernel(kernel, X_train.shape[1])
+    return PredictiveNegLogDensity(
+        LatentCovariance(kernel, program, X_train), kernel.theta, L, A, Y_new,
+        lambda factor, block: cho_solve_in_place(factor, np.array(block, order="F",
+                                                                  copy=True)),
+        chunk_bytes=chunk_bytes)

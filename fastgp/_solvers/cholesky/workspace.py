@@ -3,6 +3,7 @@ plan"), shared by the regression, GPLVM and Laplace objectives."""
 
 import numpy as np
 
+from ..._linalg.lapack import zero_strict_upper
 from ...memory import check_memory
 
 __all__ = ["Workspace"]
@@ -37,6 +38,11 @@ class Workspace:
                                    "use a machine with more memory"])
             self._buffer = np.empty((self.n, self.n), dtype=np.float64, order="F")
         return self._buffer
+
+    @staticmethod
+    def clear_strict_upper(B):
+        """Zero the strict upper triangle of a buffer (the kept factor's)."""
+        zero_strict_upper(B)
 
     def release(self):
         """Hand the buffer to the caller (for example as the kept factor L_)

@@ -1,13 +1,13 @@
-"""The Cholesky path's last step: the factor of the model a fit keeps
+"""An exact solver's last step: the factor of the model a fit keeps
 (Rasmussen & Williams 2006, Alg. 2.1 lines 2-3), for the regression, the
-GPLVM and the classifier alike."""
+GPLVM and the classifier alike, wherever the buffer lies (host or device
+memory: the objective's workspace knows)."""
 
 import numpy as np
 
-from ..._linalg.lapack import zero_strict_upper
-from ..._user_warnings import warn_user
-from ...exceptions import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
-from ..base import KeptModel
+from .._user_warnings import warn_user
+from ..exceptions import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
+from .base import KeptModel
 
 __all__ = ["final_factor"]
 
@@ -20,7 +20,8 @@ def final_factor(objective, point, messages):
     triangle zeroed; A = K^-1 Y.
 
     objective : any objective with ``factor_with_jitter(point)`` -> (L, A,
-        value, jitter) and a ``workspace``
+        value, jitter), A in host memory, and a ``workspace`` (``release()``
+        and ``clear_strict_upper(L)``)
     messages : fastgp._solvers.base.FactorMessages
 
     Raises ValueError (K not finite, or the value or A not finite) and
@@ -40,7 +41,7 @@ def final_factor(objective, point, messages):
         warn_user(messages.jitter(jitter), JitterWarning)
     if not (np.isfinite(value) and np.all(np.isfinite(A))):
         raise ValueError(messages.overflow())
-    zero_strict_upper(L)
+    objective.workspace.clear_strict_upper(L)
     released = objective.workspace.release()
     if released is not L:
         raise AssertionError("the final factor is not the workspace's buffer")
