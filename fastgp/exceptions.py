@@ -26,6 +26,7 @@ __all__ = [
     "NonFiniteMatrixError",
     "NumbaCacheWarning",
     "MissingMatplotlibError",
+    "DeviceUnavailableError",
 ]
 
 
@@ -146,3 +147,10 @@ class MissingMatplotlibError(ImportError):
 
     An ``ImportError``, so code that already catches one still does.
     """
+
+
+class DeviceUnavailableError(RuntimeError):
+    """``device="cuda"`` (or ``"cuda:<index>"``) cannot run here: the GPU
+    extra is not installed or does not import, or there is no such GPU. The
+    message names what is missing and how to install it (docs/gpu.md); the
+    estimator is left as it was."""

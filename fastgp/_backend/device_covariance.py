@@ -26,7 +26,15 @@ from .._engine import cuda_passes as passes
 from .covariance import LatentCovariance, kernel_input, make_covariance
 from .lowering import lower_kernel
 
-__all__ = ["DeviceCovariance"]
+__all__ = ["DeviceCovariance", "SIMULATED", "kernel_context"]
+
+#: Whether the passes run in numba-cuda's simulator (host arrays, no GPU).
+SIMULATED = passes.SIMULATED
+
+
+def kernel_context(index):
+    """The context in which the passes launch on GPU ``index``."""
+    return passes.device_context(index)
 
 
 class DeviceCovariance:

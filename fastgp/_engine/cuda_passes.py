@@ -39,6 +39,7 @@ first use, and kept for the process (:func:`column_pass`).
 
 import functools
 
+import numba
 import numpy as np
 from numba import cuda, float64
 
@@ -46,9 +47,20 @@ from .cuda_retarget import eval_tile
 from .interpreter import D_THETA, D_X1, VALUES
 
 __all__ = ["FILL", "CROSS", "GRAD", "GRAD_FULL", "GRAD_CROSS", "THREADS", "column_pass",
-           "mirror_lower", "launch"]
+           "mirror_lower", "launch", "SIMULATED", "device_context"]
 
 FILL, CROSS, GRAD, GRAD_FULL, GRAD_CROSS = 0, 1, 2, 3, 4
+
+#: Whether numba-cuda runs kernels in its simulator (NUMBA_ENABLE_CUDASIM=1,
+#: read when Numba is imported): the GPU path's tests on a machine without
+#: one, on host arrays.
+SIMULATED = bool(numba.config.ENABLE_CUDASIM)
+
+
+def device_context(index):
+    """The context in which numba-cuda launches on GPU ``index`` (the
+    simulator's only device where it runs)."""
+    return cuda.gpus[0 if SIMULATED else index]
 
 #: Threads per block (a power of two: the shared-memory tree halves it).
 THREADS = 256

@@ -29,6 +29,7 @@ from . import tiles
 __all__ = [
     "cholesky_with_jitter",
     "HostFactor",
+    "log_det_from_diagonal",
     "zero_strict_upper",
     "rank_tolerance",
     "exact_sum",
@@ -196,7 +197,12 @@ def solve_right_lower_transposed(L, B):
 
 def log_det_from_factor(L):
     """log |K| = 2 sum_i log L_ii for the lower Cholesky factor L of K."""
-    diagonal = np.diagonal(L)
+    return log_det_from_diagonal(np.diagonal(L))
+
+
+def log_det_from_diagonal(diagonal):
+    """log |K| = 2 sum_i log L_ii from the factor's diagonal (n,), a host
+    array (a device factor's, copied)."""
     if not np.all((diagonal > 0.0) & np.isfinite(diagonal)):
         with np.errstate(divide="ignore", invalid="ignore"):
             return 2.0 * float(np.sum(np.log(diagonal)))  # -inf or nan, as LAPACK left it

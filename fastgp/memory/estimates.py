@@ -13,6 +13,9 @@ __all__ = [
     "log_marginal_likelihood_bytes",
     "predict_cov_bytes",
     "sample_y_bytes",
+    "device_fit_bytes",
+    "device_gplvm_fit_bytes",
+    "device_largest_n",
 ]
 
 _F8 = 8  # bytes per float64
@@ -365,3 +368,64 @@ def vecchia_predict_cov_bytes(n_train, n_query, n_targets, n_neighbors):
     """
     union = min(int(n_train), int(n_query) * int(n_neighbors))
     return _F8 * union * union + predict_cov_bytes(union, n_query, n_targets)
+
+
+#: What a device fit holds beside its arrays whatever N: cuBLAS's workspace
+#: for its handle (32 MiB on Hopper), cuSOLVER's for its diagonal-block calls
+#: (order <= the block, a few MiB) and the memory pool's rounding of each
+#: allocation (512 bytes). The CUDA context itself is outside the free
+#: memory the check reads.
+_DEVICE_FIXED = 64 * 2**20
+
+#: cuSOLVER's dpotrf on the whole buffer asks for a workspace that grows with
+#: N^2: 1.6 MB at N = 20,000, 9.8 MB at 50,000, 39 MB at 100,000 (measured on
+#: an H200, 4.9e-4 of the buffer); counted as a thousandth of it.
+_POTRF_WORKSPACE_SHARE = 1e-3
+
+
+def device_fit_bytes(n_samples, n_features, n_targets, n_theta):
+    """Estimate the peak bytes of device memory of an exact fit on a GPU
+    (docs/design.md, "The GPU path"): the N x N buffer and cuSOLVER's
+    workspace for its factor, the inputs, targets, A and alpha (N (d + 2 T
+    + 1) floats), the gradient pass's per-column partial sums (N n_theta),
+    and the fixed allowance of cuBLAS's and cuSOLVER's handles.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n = int(n_samples)
+    buffer = _F8 * n * n
+    return (_DEVICE_FIXED + int(buffer * (1.0 + _POTRF_WORKSPACE_SHARE))
+            + _F8 * n * (int(n_features) + 2 * int(n_targets) + max(int(n_theta), 1) + 2))
+
+
+def device_gplvm_fit_bytes(n_samples, n_features, n_components, n_theta):
+    """Estimate the peak bytes of device memory of a GPLVM fit on a GPU: as
+    :func:`device_fit_bytes` with D outputs and Q inputs, plus the latent
+    pass's per-point partial sums (N Q).
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n = int(n_samples)
+    return (device_fit_bytes(n, n_components, n_features, n_theta)
+            + _F8 * n * max(int(n_components), 1))
+
+
+def device_largest_n(available, n_features, n_targets, n_theta):
+    """The largest N whose :func:`device_fit_bytes` is within ``available``
+    bytes (0 if none): what a refusal tells the user."""
+    lo, hi = 0, 1
+    while device_fit_bytes(hi, n_features, n_targets, n_theta) <= available:
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if device_fit_bytes(mid, n_features, n_targets, n_theta) <= available:
+            lo = mid
+        else:
+            hi = mid
+    return lo
