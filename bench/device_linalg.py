@@ -116,27 +116,32 @@ def _timed(cp, run):
     return cp.cuda.get_elapsed_time(start, end) / 1e3, time.perf_counter() - wall
 
 
-def _one(cp, pool, B, x, rows, name, prepare, run, check, flops, repeats, warmups):
-    """One measurement: ``prepare()`` (untimed) before every ``run()``,
-    ``warmups`` untimed runs, then ``repeats`` timed; the last result
-    checked by ``check``. Errors are recorded, not raised."""
+def _one(cp, pool, tiles, B, x, rows, case, repeats, warmups):
+    """One measurement of ``case`` (name, prepare, run, check, flops):
+    ``prepare()`` (untimed) before every ``run()``, ``warmups`` untimed
+    runs, then ``repeats`` timed; the last result checked by ``check``.
+    The pool's blocks are freed first, so that its growth is what the runs
+    allocated. Errors are recorded, not raised."""
+    name, prepare, run, check, flops = case
     row = {"name": name, "n": int(B.shape[0])}
     try:
-        pool_peak = 0
-        for _ in range(warmups):
-            prepare()
-            run()
-            pool_peak = max(pool_peak, pool.total_bytes())
+        pool.free_all_blocks()
+        before = pool.total_bytes()
+        peak = before
         seconds, wall = [], []
-        for _ in range(repeats):
+        for timed in [False] * warmups + [True] * repeats:
             prepare()
-            event_s, wall_s = _timed(cp, run)
-            seconds.append(event_s)
-            wall.append(wall_s)
-            pool_peak = max(pool_peak, pool.total_bytes())
-        best = min(seconds)
-        row.update(seconds=seconds, wall_seconds=wall, tflops=flops / best / 1e12,
-                   pool_total_bytes=pool_peak, buffer_bytes=int(B.nbytes))
+            if timed:
+                event_s, wall_s = _timed(cp, run)
+                seconds.append(event_s)
+                wall.append(wall_s)
+            else:
+                run()
+            peak = max(peak, pool.total_bytes())
+        row.update(seconds=seconds, wall_seconds=wall, tflops=flops / min(seconds) / 1e12,
+                   pool_total_bytes=peak, pool_growth_bytes=peak - before,
+                   buffer_bytes=int(B.nbytes),
+                   cusolver_workspace_bytes=getattr(tiles, "workspace_bytes", 0))
         row.update(check())
         row["upper_still_nan"] = _upper_is_nan(cp, B, rows)
     except Exception as exc:  # noqa: BLE001 - one failure must not lose the rest
@@ -145,16 +150,22 @@ def _one(cp, pool, B, x, rows, name, prepare, run, check, flops, repeats, warmup
 
 
 def measure(n_values, blocks, syrk_orders=(None,), repeats=1, warmups=1, samples=256,
-            seed=0, out=None, report=print):
+            seed=0, out=None, report=print, cp=None, make_tiles=None):
     """Time and check the device's factor and inverse (the module's
     docstring) at every N in ``n_values`` with every block in ``blocks``
     and ``syrk_order`` in ``syrk_orders``; returns {"environment", "rows"}.
     ``out``: a path the JSON is written to after every measurement;
-    ``report``: called with each row as it is measured."""
-    import cupy as cp
-
+    ``report``: called with each row as it is measured. ``cp`` (the array
+    module, ``cupy`` by default) and ``make_tiles`` (a new tile-calls
+    object, :class:`fastgp._linalg.cuda_tiles.CudaTiles` by default) are
+    for trying the script's logic without a GPU. Each measurement gets its
+    own tiles, so that the cuSOLVER workspace it reports is its own."""
     from fastgp._linalg import device_blocked
-    from fastgp._linalg.cuda_tiles import CudaTiles
+
+    if cp is None:
+        import cupy as cp
+    if make_tiles is None:
+        from fastgp._linalg.cuda_tiles import CudaTiles as make_tiles
 
     result = {"environment": _environment(cp), "rows": []}
     pool = cp.get_default_memory_pool()
@@ -165,71 +176,79 @@ def measure(n_values, blocks, syrk_orders=(None,), repeats=1, warmups=1, samples
         if out is not None:
             Path(out).write_text(json.dumps(result, indent=1))
 
-    with CudaTiles() as tiles:
-        for n in n_values:
-            n = int(n)
-            rng = np.random.default_rng(seed)
-            x = cp.asarray(np.sort(rng.uniform(0.0, 10.0, n)))
-            rows = cp.asarray(np.sort(rng.choice(n, size=min(samples, n), replace=False)))
-            pool.free_all_blocks()
+    for n in n_values:
+        n = int(n)
+        rng = np.random.default_rng(seed)
+        x = cp.asarray(np.sort(rng.uniform(0.0, 10.0, n)))
+        rows = cp.asarray(np.sort(rng.choice(n, size=min(samples, n), replace=False)))
+        pool.free_all_blocks()
+        try:
+            B = cp.empty((n, n), dtype=cp.float64, order="F")
+        except Exception as exc:  # noqa: BLE001
+            add({"name": "allocate", "n": n, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        for case in _cases(cp, device_blocked, B, x, rows, blocks, syrk_orders):
+            tiles = make_tiles()
             try:
-                B = cp.empty((n, n), dtype=cp.float64, order="F")
-            except Exception as exc:  # noqa: BLE001
-                add({"name": "allocate", "n": n, "error": f"{type(exc).__name__}: {exc}"})
-                continue
-            factor_flops, inverse_flops = n**3 / 3, 2 * n**3 / 3
-
-            def refill():
-                fill_kernel(cp, B, x)
-
-            def refill_and_factor():
-                refill()
-                device_blocked.cholesky_in_place(tiles, B, "whole")
-
-            def check_factor():
-                return {"factor_error": factor_error(cp, B, x, rows)}
-
-            def check_inverse():
-                return {"inverse_error": inverse_error(cp, B, x, rows)}
-
-            def xpotrf():
-                info = tiles.info_vector(1)
-                tiles.xpotrf(B, info, 0)
-                if int(tiles.to_host(info)[0]) != 0:
-                    raise RuntimeError(f"xpotrf info {int(tiles.to_host(info)[0])}")
-
-            def potri():
-                info = tiles.info_vector(1)
-                tiles.potri(B, info, 0)
-                if int(tiles.to_host(info)[0]) != 0:
-                    raise RuntimeError(f"dpotri info {int(tiles.to_host(info)[0])}")
-
-            cases = [
-                ("potrf", refill, lambda: device_blocked.cholesky_in_place(tiles, B, "whole"),
-                 check_factor, factor_flops),
-                ("xpotrf", refill, xpotrf, check_factor, factor_flops),
-            ]
-            for block in blocks:
-                for order in syrk_orders:
-                    label = f"block {block}" + ("" if order is None else f", syrk {order}")
-                    cases.append((f"blocked factor, {label}", refill,
-                                  lambda b=block, o=order: device_blocked.cholesky_in_place(
-                                      tiles, B, "blocked", b, o), check_factor, factor_flops))
-            if n < POTRI_BELOW:
-                cases.append(("potri", refill_and_factor, potri, check_inverse,
-                              inverse_flops))
-            for block in blocks:
-                for order in syrk_orders:
-                    label = f"block {block}" + ("" if order is None else f", syrk {order}")
-                    cases.append((f"blocked inverse, {label}", refill_and_factor,
-                                  lambda b=block, o=order: device_blocked.cho_inverse_in_place(
-                                      tiles, B, b, o), check_inverse, inverse_flops))
-            for name, prepare, run, check, flops in cases:
-                add(_one(cp, pool, B, x, rows, name, prepare, run, check, flops, repeats,
-                         warmups))
-            del B
-            pool.free_all_blocks()
+                add(_one(cp, pool, tiles, B, x, rows, case(tiles), repeats, warmups))
+            finally:
+                if hasattr(tiles, "close"):
+                    tiles.close()
+        del B
+        pool.free_all_blocks()
     return result
+
+
+def _cases(cp, device_blocked, B, x, rows, blocks, syrk_orders):
+    """The measurements at B's order, each a function of the tiles giving
+    (name, prepare, run, check, flops)."""
+    n = B.shape[0]
+    factor_flops, inverse_flops = n**3 / 3, 2 * n**3 / 3
+
+    def refill(tiles):
+        fill_kernel(cp, B, x)
+
+    def refill_and_factor(tiles):
+        refill(tiles)
+        device_blocked.cholesky_in_place(tiles, B, "whole")
+
+    def check_factor():
+        return {"factor_error": factor_error(cp, B, x, rows)}
+
+    def check_inverse():
+        return {"inverse_error": inverse_error(cp, B, x, rows)}
+
+    def whole(routine):
+        def run(tiles):
+            info = tiles.info_vector(1)
+            getattr(tiles, routine)(B, info, 0)
+            code = int(tiles.to_host(info)[0])
+            if code != 0:
+                raise RuntimeError(f"{routine}: info {code}")
+        return run
+
+    def case(name, prepare, run, check, flops):
+        return lambda tiles: (name, lambda: prepare(tiles), lambda: run(tiles), check, flops)
+
+    def label(block, order):
+        return f"block {block}" + ("" if order is None else f", syrk {order}")
+
+    cases = [case("potrf", refill, whole("potrf"), check_factor, factor_flops),
+             case("xpotrf", refill, whole("xpotrf"), check_factor, factor_flops)]
+    for block in blocks:
+        for order in syrk_orders:
+            cases.append(case(f"blocked factor, {label(block, order)}", refill,
+                              lambda tiles, b=block, o=order: device_blocked.cholesky_in_place(
+                                  tiles, B, "blocked", b, o), check_factor, factor_flops))
+    if n < POTRI_BELOW:
+        cases.append(case("potri", refill_and_factor, whole("potri"), check_inverse,
+                          inverse_flops))
+    for block in blocks:
+        for order in syrk_orders:
+            cases.append(case(f"blocked inverse, {label(block, order)}", refill_and_factor,
+                              lambda tiles, b=block, o=order: device_blocked.cho_inverse_in_place(
+                                  tiles, B, b, o), check_inverse, inverse_flops))
+    return cases
 
 
 def _environment(cp):

@@ -510,6 +510,7 @@ def test_cuda_tiles_map_lapack_calls_to_cusolver_arguments_with_cached_workspace
     # every workspace is one CuPy (here: fake) allocation, grown to the largest size
     final = calls[8][1][5]
     memory.view(final, (8 * (n + extra),), (1,), np.uint8)
+    assert tiles.workspace_bytes == 8 * (n + extra)
 
 
 def test_cuda_tiles_refuse_cusolver_calls_past_two_to_the_31_elements():

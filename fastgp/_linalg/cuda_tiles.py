@@ -135,6 +135,12 @@ class CudaTiles:
     def __exit__(self, *exc):
         self.close()
 
+    @property
+    def workspace_bytes(self):
+        """Bytes of the cuSOLVER device workspace held (the largest any call
+        has asked for so far); cuBLAS's own workspace is not counted."""
+        return 0 if self._device_work is None else int(self._device_work.nbytes)
+
     def _bound(self):
         """The cuBLAS handle, both handles set to CuPy's current stream."""
         stream = int(self.xp.cuda.get_current_stream().ptr)
