@@ -6,8 +6,10 @@
   (fastgp._engine.threads), which the fit core, the solvers and the workers
   of parallel restarts use, and its compile timer
   (fastgp._engine.compile_time), which the fit's clock uses;
-- LAPACK and BLAS only inside fastgp/_linalg; the thread governor sets how
-  many threads run its tiles and BLAS (fastgp._linalg.tiles and
+- LAPACK and BLAS only inside fastgp/_linalg (on a GPU: nvmath-python's
+  cuBLAS and cuSOLVER bindings only in fastgp/_linalg/cuda_tiles.py); the
+  thread governor sets how many threads run its tiles and BLAS
+  (fastgp._linalg.tiles and
   fastgp._linalg.blas_threads, which import nothing of fastgp) and sends
   OpenBLAS's spinning workers to sleep as a fit starts
   (fastgp._linalg.blas_pool, which imports those two only);
@@ -43,6 +45,7 @@ DOORS = {
     "scipy.linalg.blas": {"_linalg/"},
     "scipy.linalg.cython_blas": {"_linalg/"},
     "scipy.linalg.cython_lapack": {"_linalg/"},
+    "nvmath": {"_linalg/cuda_tiles.py"},
     "fastgp._linalg.blocked": {"_linalg/lapack.py"},
     "fastgp._linalg.tiles": {"_linalg/", "_engine/threads.py"},
     "fastgp._linalg.blas_threads": {"_linalg/", "_engine/threads.py"},
