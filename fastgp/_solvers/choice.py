@@ -5,12 +5,23 @@ resolved against the kernel and the memory available (docs/design.md,
 The one place that knows every solver: the estimator names one
 (:func:`make_solver`) or lets :func:`choose_solver` pick, and a memory
 refusal names the other solvers that would fit (:func:`fit_remedies`).
+
+The ``device`` parameter picks where the exact path runs: "cpu" (the
+Cholesky solver in host memory) or a CUDA device (:mod:`.cuda`, the same
+plan with its buffer in the GPU's memory). The approximate solvers run on
+the CPU only, and ``solver="auto"`` never moves a fit to a GPU by itself: a
+GPU fit is asked for by name (docs/gpu.md says why).
 """
+
+import functools
+import importlib.util
 
 from .._user_warnings import warn_user
 from ..memory import fits_in_memory, format_bytes
 from .base import FitDescription
 from .cholesky import CholeskySolver
+from .cuda import CudaSolver
+from .cuda.device import parse_device
 from .iterative import IterativeSolver
 from .vecchia import VecchiaSolver
 
@@ -30,14 +41,45 @@ _ALTERNATIVES = {
 
 def make_solver(name, params):
     """The solver called ``name``, built from the estimator's
-    ``get_params()``."""
+    ``get_params()``: the exact path on the estimator's ``device`` where it
+    names a GPU."""
+    if name == "cholesky" and _on_gpu(params):
+        return CudaSolver.from_params(params)
     return SOLVERS[name].from_params(params)
 
 
-def exact_solver():
+def _on_gpu(params):
+    return parse_device(params.get("device", "cpu"))[0] == "cuda"
+
+
+def exact_solver(device="cpu"):
     """The exact solver of the GPLVM and the Laplace classifier: the
-    Cholesky path in one N x N buffer."""
-    return SOLVERS["cholesky"].from_params({})
+    Cholesky path in one N x N buffer, in host memory or on ``device``."""
+    return make_solver("cholesky", {"device": device})
+
+
+def check_device(requested, params):
+    """A ValueError where ``solver=requested`` cannot run on the estimator's
+    ``device`` (the approximate solvers run on the CPU only)."""
+    if _on_gpu(params) and requested not in ("auto", "cholesky"):
+        raise ValueError(
+            f'solver="{requested}" runs on the CPU only; with device="{params["device"]}" '
+            'the fit runs the exact path on the GPU: use solver="cholesky" (or "auto"), '
+            'or device="cpu".')
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_present():
+    """Whether this process could run the GPU path: the extra installed and
+    a CUDA GPU found (looked for once per process, only when asked)."""
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any failure means no usable GPU
+        return False
 
 
 #: solver="auto" keeps the exact Cholesky path up to this many samples (if its
@@ -83,8 +125,11 @@ def choose_solver(requested, params, covariance, kernel, problem):
     (a ValueError for a kernel it cannot run, a SlowKernelWarning for one
     off the fast path on the Cholesky path).
     """
+    check_device(requested, params)
     if requested != "auto":
         solver = make_solver(requested, params)
+    elif _on_gpu(params):
+        solver = make_solver("cholesky", params)  # a GPU fit is exact
     else:
         solver = _auto(params, problem)
     solver.accept(covariance, kernel)
@@ -139,7 +184,7 @@ def fit_remedies(solver, params, problem):
     gradients, about 38.0 MB here)')."""
     own = solver.remedies(problem)
     others = []
-    if problem.fast:
+    if problem.fast and not _on_gpu(params):
         for name, description in _ALTERNATIVES.items():
             if name != solver.name:
                 needed = make_solver(name, params).fit_bytes(problem)
@@ -155,13 +200,18 @@ def fit_description(solver, params, problem):
     where it is under a quarter of the measured one) for the other solvers
     on the fast path."""
     n = problem.n_samples
-    what = (f'solver "{solver.name}", N = {n:,} samples, {problem.n_theta} '
+    where = f" on {solver.device_name}" if isinstance(solver, CudaSolver) else ""
+    what = (f'solver "{solver.name}"{where}, N = {n:,} samples, {problem.n_theta} '
             f"hyperparameters")
     if not problem.fast:
         return FitDescription(what, "a kernel on fastgp's fast path "
                                     "(fastgp.fast_path_summary() lists its parts)")
-    if solver.name == "vecchia":
+    if solver.name == "vecchia" or where:
         return FitDescription(what)
+    if solver.name == "cholesky" and gpu_present():
+        return FitDescription(what, 'device="cuda" (the same exact fit on the GPU found '
+                                    "here, with its buffer in the GPU's memory; "
+                                    "docs/gpu.md)")
     m = make_solver("vecchia", params).n_neighbors
     seconds = vecchia_seconds(n, m, problem.n_theta)
     return FitDescription(
