@@ -131,15 +131,16 @@ _ENGINE_DIR = Path(__file__).resolve().parent
 
 #: The engine's modules whose text shapes compiled code, and only those: every
 #: module that holds a jitted routine, and the modules those read when they
-#: compile (this configuration, the opcodes' constants, the fixed signatures
-#: and the address-table intrinsics). The thread policy (``threads.py``), the
-#: compile timer (``compile_time.py``) and the package docstring hold no
-#: compiled code, so editing them recompiles
-#: nothing. tests/test_numba_cache.py checks the list against every routine
-#: that ``python -m fastgp.precompile`` compiles.
-STAMPED_MODULES = ("address_call", "config", "interpreter", "latent_passes", "leaves",
-                   "maxmin", "opcodes", "passes", "product_passes", "signatures",
-                   "vecchia_passes", "vector_math")
+#: compile (this configuration, the opcodes' constants, the fixed signatures,
+#: the address-table intrinsics and the lane intrinsics). The thread policy
+#: (``threads.py``), the compile timer (``compile_time.py``) and the package
+#: docstring hold no compiled code, so editing them recompiles nothing.
+#: tests/test_numba_cache.py checks the list against every routine that
+#: ``python -m fastgp.precompile`` compiles.
+STAMPED_MODULES = ("address_call", "config", "interpreter", "lanes", "latent_passes",
+                   "leaves", "maxmin", "opcodes", "passes", "product_passes", "signatures",
+                   "vecchia_batch", "vecchia_block", "vecchia_passes", "vecchia_workers",
+                   "vector_math")
 
 
 @functools.lru_cache(maxsize=None)
