@@ -1,4 +1,5 @@
-"""In-place LAPACK steps on the one N x N workspace (docs/design.md, "The one-buffer plan", steps 2 to 4).
+"""In-place LAPACK steps on the one N x N workspace (docs/design.md, "The
+one-buffer plan", steps 2 to 4).
 
 scipy.linalg.lapack's wrappers copy their input unless it is float64,
 Fortran-contiguous and passed with the overwrite flag. A silent copy would

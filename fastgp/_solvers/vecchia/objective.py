@@ -15,8 +15,9 @@ found once, in the inputs divided by the kernel's length scales
 (:mod:`.scaling`), and the samples relabelled for memory locality
 (:class:`.neighbours.SpatialLayout`); the objective is then one smooth
 function of theta, as L-BFGS-B wants. Its sums over blocks run here or on a
-cluster's workers (:mod:`.distributed`), with the same bits. :meth:`VecchiaNegLogLikelihood.relayout`
-finds them again at new length scales, between optimiser runs.
+cluster's workers (:mod:`.distributed`), with the same bits.
+:meth:`VecchiaNegLogLikelihood.relayout` finds them again at new length
+scales, between optimiser runs.
 
 With m = N - 1 every earlier point is a neighbour and the product of the
 conditionals is the exact likelihood: the value and the gradient are the
