@@ -1,7 +1,9 @@
 """OpenBLAS's spinning workers are released between LAPACK and the Numba
 pass (fastgp._linalg.blas_pool): the workers really go, they come back for the next
-call with the same results, and nothing is released while another Python
-thread could be inside the library."""
+call with the same results, nothing is released while another Python
+thread could be inside the library, and the objectives release them after
+their inverse, right before their gradient pass
+(fastgp._linalg.lapack.release_blas_before_pass)."""
 
 import os
 import subprocess
@@ -13,8 +15,11 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 
+from fastgp._linalg import blas_pool
 from fastgp._linalg.blas_pool import RELEASE_ENV, release_blas_workers
 from fastgp._backend.covariance import make_covariance
+from fastgp._solvers.cholesky import laplace
+from fastgp._solvers.cholesky import objective as cholesky_objective
 from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
@@ -133,6 +138,54 @@ def test_the_objective_gives_the_same_bits_with_and_without_the_release(monkeypa
     for value, grad in results[1:]:
         assert value == results[0][0]
         np.testing.assert_array_equal(grad, results[0][1])
+
+
+def _laplace_objective(rng, n):
+    X = rng.uniform(-2, 2, size=(n, 1))
+    y = (np.sin(3 * X[:, 0]) + 0.3 * rng.standard_normal(n) > 0).astype(float)
+    return laplace.LaplaceObjective(make_covariance(RBF(0.7), X), y, Workspace(n))
+
+
+def _regression_objective(rng, n):
+    X = rng.uniform(-2, 2, size=(n, 1))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(n)
+    return NegLogMarginalLikelihood(make_covariance(RBF(0.7) + WhiteKernel(0.05), X),
+                                    y[:, None], np.full(n, 1e-10), Workspace(n))
+
+
+@pytest.mark.parametrize("module, make", [(laplace, _laplace_objective),
+                                          (cholesky_objective, _regression_objective)],
+                         ids=["laplace", "regression"])
+def test_objectives_release_the_workers_after_the_inverse_before_the_pass(
+        monkeypatch, rng, module, make):
+    """Between the objective's dpotri and its gradient pass, OpenBLAS's
+    workers are released, after every BLAS call in between (the Laplace
+    objective's dsymv), so that they do not spin through the pass."""
+    events = []
+
+    def recorded(name, call):
+        def wrapper(*args, **kwargs):
+            events.append(name)
+            return call(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(blas_pool, "release_blas_workers",
+                        recorded("release", blas_pool.release_blas_workers))
+    monkeypatch.setattr(module, "cho_inverse_in_place",
+                        recorded("inverse", module.cho_inverse_in_place))
+    if hasattr(module, "symmetric_matvec"):
+        monkeypatch.setattr(module, "symmetric_matvec",
+                            recorded("blas", module.symmetric_matvec))
+    instance = make(rng, 60)
+    covariance = instance.covariance
+    monkeypatch.setattr(covariance, "grad_trace", recorded("pass", covariance.grad_trace))
+    value, grad = instance(covariance.kernel.theta)
+    assert np.isfinite(value) and np.all(np.isfinite(grad))
+    assert events.count("inverse") == events.count("pass") == 1
+    inverse, gradient_pass = events.index("inverse"), events.index("pass")
+    assert inverse < gradient_pass
+    # the last call before the pass is the release, after the inverse
+    assert events[gradient_pass - 1] == "release", events
 
 
 def test_a_library_that_cannot_be_opened_does_not_hide_the_next(monkeypatch, tmp_path):

@@ -18,8 +18,8 @@ from sklearn.gaussian_process.kernels import RBF, DotProduct, Matern, WhiteKerne
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import _fuzz
+import _vecchia_reference as ref
 from fastgp import GaussianProcessRegressor
-from fastgp._solvers.vecchia import reference as ref
 from fastgp._solvers.vecchia.scaling import length_scales, stale
 
 

@@ -341,15 +341,6 @@ class FastCovariance:
                 self.X_T, Y, diag_add, points, neighbours, *self._vecchia_program(theta),
                 self.program.n_theta, want_grad=want_grad, blocks=blocks)
 
-    def vecchia_terms(self, theta, Y, diag_add, points, neighbours, want_grad=True):
-        """Vecchia's negative log-likelihood and its gradient, from every
-        block's :meth:`vecchia_partials` summed in block order: (nll, grad
-        (n_theta,) or None, n_bad), nll inf and grad zeros where n_bad rows'
-        blocks were not positive definite."""
-        partial, flags = self.vecchia_partials(theta, Y, diag_add, points, neighbours,
-                                               want_grad=want_grad)
-        return self.vecchia_total(partial, flags, want_grad)
-
     def vecchia_total(self, partial, flags, want_grad=True):
         """(nll, grad or None, n_bad) from every block's partial sums and
         flags (:meth:`vecchia_partials`, concatenated in block order)."""

@@ -11,10 +11,10 @@ fastgp never sets the threading layer or the thread count. It reads the thread
 count that the user chose (``numba.set_num_threads`` or ``NUMBA_NUM_THREADS``).
 
 Numba's disk cache checks only the source file of the function it compiled,
-so code cached for ``interpreter.eval_tile`` would survive a change to
-``leaves.eval_leaf``, which it inlines, and run stale (wrong numbers, or a
-crash; a pass that calls the interpreter through its address, as every pass
-does, would also keep calling it with the argument types it was cached
+so code cached for a leaf would survive a change to
+``vector_math.exp_inplace``, which it inlines, and run stale (wrong numbers,
+or a crash; a pass that calls the interpreter through its address, as every
+pass does, would also keep calling it with the argument types it was cached
 with). fastgp's routines are therefore cached under a stamp that hashes the
 sources of the modules of this subpackage that shape compiled code
 (:data:`STAMPED_MODULES`: every module with a jitted routine and those they
@@ -30,9 +30,10 @@ it, from any other that exists, writable or not, so a shared, read-only
 install whose in-tree cache an administrator filled with
 ``python -m fastgp.precompile`` compiles nothing. Where no location is
 writable, the routines compile in memory (as without ``cache=True``) and
-:class:`NumbaCacheWarning` says so once per process; Numba itself would raise ``RuntimeError("cannot cache function ...:
-no locator available")`` when ``enable_caching`` builds the ``FunctionCache``,
-which ``cache=True`` does at decoration, that is on import. fastgp therefore
+:class:`NumbaCacheWarning` says so once per process; Numba itself would raise
+``RuntimeError("cannot cache function ...: no locator available")`` when
+``enable_caching`` builds the ``FunctionCache``, which ``cache=True`` does at
+decoration, that is on import. fastgp therefore
 looks for the locations on a routine's first compile, not at import.
 
 Numba's default ``workqueue`` threading layer aborts the process if two Python
@@ -131,15 +132,16 @@ _ENGINE_DIR = Path(__file__).resolve().parent
 
 #: The engine's modules whose text shapes compiled code, and only those: every
 #: module that holds a jitted routine, and the modules those read when they
-#: compile (this configuration, the opcodes' constants, the fixed signatures
-#: and the address-table intrinsics). The thread policy (``threads.py``), the
-#: compile timer (``compile_time.py``) and the package docstring hold no
-#: compiled code, so editing them recompiles
-#: nothing. tests/test_numba_cache.py checks the list against every routine
-#: that ``python -m fastgp.precompile`` compiles.
-STAMPED_MODULES = ("address_call", "config", "interpreter", "latent_passes", "leaves",
-                   "maxmin", "opcodes", "passes", "product_passes", "signatures",
-                   "vecchia_passes", "vector_math")
+#: compile (this configuration, the opcodes' constants, the fixed signatures,
+#: the address-table intrinsics and the lane intrinsics). The thread policy
+#: (``threads.py``), the compile timer (``compile_time.py``) and the package
+#: docstring hold no compiled code, so editing them recompiles nothing.
+#: tests/test_numba_cache.py checks the list against every routine that
+#: ``python -m fastgp.precompile`` compiles.
+STAMPED_MODULES = ("address_call", "config", "interpreter", "lanes", "latent_passes",
+                   "leaves", "maxmin", "opcodes", "passes", "product_passes", "signatures",
+                   "vecchia_batch", "vecchia_block", "vecchia_passes", "vecchia_workers",
+                   "vector_math")
 
 
 @functools.lru_cache(maxsize=None)

@@ -12,7 +12,9 @@ pass at N = 2,000 run at about half speed (docs/benchmarks.md).
 which wakes the workers and joins them (the routine OpenBLAS itself runs
 before ``fork``); the next threaded BLAS call starts them again
 (``blas_thread_init``, tens of microseconds). Thread counts set by the user
-or by threadpoolctl are kept.
+or by threadpoolctl are kept. The objectives call it through one door,
+:func:`fastgp._linalg.lapack.release_blas_before_pass`, after their last
+LAPACK or BLAS call before a Numba pass.
 
 A fit also releases them as it starts (:func:`fastgp._engine.threads.threads_for`):
 inside it BLAS runs on one thread and never wakes them, but workers left

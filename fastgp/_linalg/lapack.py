@@ -1,4 +1,5 @@
-"""In-place LAPACK steps on the one N x N workspace (docs/design.md, "The one-buffer plan", steps 2 to 4).
+"""In-place LAPACK steps on the one N x N workspace (docs/design.md, "The
+one-buffer plan", steps 2 to 4).
 
 scipy.linalg.lapack's wrappers copy their input unless it is float64,
 Fortran-contiguous and passed with the overwrite flag. A silent copy would
@@ -15,6 +16,10 @@ dgemm, dtrsm and dtrmm on sub-blocks of the same buffer) instead of one call
 of OpenBLAS's dpotrf or dpotri, whose threaded dsyrk crashes the process on
 large matrices on some processors (docs/reliability.md, "Large N and
 OpenBLAS's threaded dsyrk"). Results agree to rounding.
+
+:func:`release_blas_before_pass` is the one door through which an objective,
+after its last LAPACK or BLAS call and before a Numba pass, sends OpenBLAS's
+spinning workers to sleep (:mod:`fastgp._linalg.blas_pool`).
 """
 
 import math
@@ -23,6 +28,7 @@ import numpy as np
 from scipy.linalg import blas, lapack
 
 from ..exceptions import NonFiniteMatrixError, NotPositiveDefiniteError
+from . import blas_pool
 from . import blocked as blocked_lapack
 from . import tiles
 
@@ -37,6 +43,7 @@ __all__ = [
     "cho_solve_factor",
     "cho_solve_in_place",
     "cho_inverse_in_place",
+    "release_blas_before_pass",
     "solve_lower_in_place",
     "solve_right_lower_transposed",
     "log_det_from_factor",
@@ -167,6 +174,17 @@ def cho_inverse_in_place(L):
     if info != 0:
         raise NotPositiveDefiniteError(info, L.shape[0])
     return L
+
+
+def release_blas_before_pass():
+    """Call after the last LAPACK or BLAS call that comes before a Numba
+    pass (an objective's dpotri, then its gradient pass; a preconditioner's
+    products, then a product pass): OpenBLAS's pthreads workers would
+    otherwise spin for about 0.1 s on cores the pass needs, and are sent to
+    sleep where that is safe (:func:`fastgp._linalg.blas_pool.release_blas_workers`;
+    the next threaded BLAS call starts them again). Changes no result.
+    Returns whether any were released."""
+    return blas_pool.release_blas_workers()
 
 
 def solve_lower_in_place(L, B):

@@ -81,6 +81,11 @@ _PURE = "-p mutation.pure_python "
 _ENGINE_CORE = (_PURE + "tests/test_engine_interpreter.py tests/test_engine_address_call.py "
                 "-k 'not caller_compiles'")
 _PASSES = _PURE + "tests/test_covariance_passes.py -k 65"
+#: Vecchia's engine modules: the packed tiles' predictions, and the column
+#: tiles' likelihood
+_VECCHIA_ENGINE = (_PURE + "tests/test_vecchia_core.py -k 'value_alone or non_positive "
+                   "or packed_and_column or prediction_equals and Matern32 "
+                   "or dense_reference and Dot'")
 
 #: group -> (environment, {module: tests run against its mutants}). Every
 #: module of fastgp/ but the ``__init__.py`` files that hold a docstring or
@@ -145,7 +150,6 @@ GROUPS = {
         "fastgp/_solvers/vecchia/objective.py": _VECCHIA,
         "fastgp/_solvers/vecchia/ordering.py": _VECCHIA,
         "fastgp/_solvers/vecchia/predict.py": _VECCHIA,
-        "fastgp/_solvers/vecchia/reference.py": _VECCHIA,
         "fastgp/_solvers/vecchia/scaling.py": _VECCHIA,
         "fastgp/_user_warnings.py": "tests/test_user_warnings.py",
         "fastgp/_validation.py": "tests/test_reliability_input.py "
@@ -189,11 +193,11 @@ GROUPS = {
         "fastgp/_engine/maxmin.py": (_PURE + "tests/test_vecchia_core.py "
                                      "-k 'maxmin and 200 or ties or outliers or random_order "
                                      "or update_pairs_filter'"),
-        # the packed tiles' predictions, and the column tiles' likelihood
-        "fastgp/_engine/vecchia_passes.py": (_PURE + "tests/test_vecchia_core.py -k "
-                                             "'value_alone or non_positive or packed_and_column "
-                                             "or prediction_equals and Matern32 "
-                                             "or dense_reference and Dot'"),
+        "fastgp/_engine/lanes.py": _VECCHIA_ENGINE,
+        "fastgp/_engine/vecchia_batch.py": _VECCHIA_ENGINE,
+        "fastgp/_engine/vecchia_block.py": _VECCHIA_ENGINE,
+        "fastgp/_engine/vecchia_passes.py": _VECCHIA_ENGINE,
+        "fastgp/_engine/vecchia_workers.py": _VECCHIA_ENGINE,
         "fastgp/_engine/vector_math.py": (_PURE + "tests/test_vector_math.py "
                                           "-k 'not large_and_special'"),
     }),

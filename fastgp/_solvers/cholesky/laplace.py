@@ -51,6 +51,7 @@ from ..._linalg.lapack import (
     cholesky_in_place,
     cholesky_with_jitter,
     float32_lower_view,
+    release_blas_before_pass,
     symmetric_matvec,
 )
 from ..base import GuardedObjective, PointFailed
@@ -397,6 +398,7 @@ class LaplaceObjective(GuardedObjective):
         #   = -1/2 sum_ij (R - u g^T - g u^T - a a^T)_ij dK_ij,
         # reduced by the backend's fused pass (W = Kinv - A A^T with T = 1).
         _rank_two_update_lower(B, u, g)
+        release_blas_before_pass()  # after dpotri and the dsymv: the pass needs every core
         return -0.5 * self.covariance.grad_trace(theta, B, a[:, None])
 
     # ----------------------------------------------------------- the calls

@@ -25,7 +25,6 @@ import math
 
 import numpy as np
 
-from ..._linalg.blas_pool import release_blas_workers
 from ..._linalg.lapack import (
     cho_inverse_in_place,
     cho_solve_factor,
@@ -33,6 +32,7 @@ from ..._linalg.lapack import (
     cholesky_with_jitter,
     exact_sum,
     log_det_from_factor,
+    release_blas_before_pass,
 )
 from ..base import GuardedObjective, PointFailed, regression_targets
 from .workspace import Workspace
@@ -58,9 +58,7 @@ class BufferObjective(GuardedObjective):
         if not math.isfinite(value):
             raise PointFailed  # before the inverse
         cho_inverse_in_place(B)
-        # the last LAPACK call of the evaluation: OpenBLAS's workers would spin
-        # through the Numba pass that follows (fastgp._linalg.blas_pool)
-        release_blas_workers()
+        release_blas_before_pass()  # the last LAPACK call before the gradient pass
         return value, self._gradient(point, B, A)
 
 

@@ -47,7 +47,7 @@ import math
 
 import numpy as np
 
-from ..._linalg.blas_pool import release_blas_workers
+from ..._linalg.lapack import release_blas_before_pass
 from ...exceptions import NotPositiveDefiniteError
 from ..base import GuardedObjective, KeptModel, PointFailed, regression_targets
 from .diagonal import diagonal_gradient
@@ -217,7 +217,7 @@ class IterativeNegLogMarginalLikelihood(GuardedObjective):
         # tr(P^-1 dK) = sum_i dK_ii / D_i - tr(S^T dK S), S in L's memory
         # (P is spent: this system is the evaluation's own)
         S = P.into_trace_factor()
-        release_blas_workers()  # as KernelSystem.matmat: the pass needs every core
+        release_blas_before_pass()  # as KernelSystem.matmat: the pass needs every core
         return 0.5 * (exact_diagonal
                       + self.covariance.grad_bilinear(theta, left, right, S, -T))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..._linalg.blas_pool import release_blas_workers
+from ..._linalg.lapack import release_blas_before_pass
 from .distributed import for_fit
 from .krylov import batched_cg
 from .preconditioner import build_preconditioner
@@ -61,9 +61,10 @@ class KernelSystem:
     def matmat(self, V):
         """K~ V for V (n, c) float64. OpenBLAS's workers, left spinning by the
         preconditioner's products, are sent to sleep first: the Numba pass
-        needs their cores (fastgp._linalg.blas_pool; at N = 5,000, 10-D ARD, one
-        product inside CG took 0.129 s with them spinning, 0.073 s alone)."""
-        release_blas_workers()
+        needs their cores (fastgp._linalg.lapack.release_blas_before_pass; at
+        N = 5,000, 10-D ARD, one product inside CG took 0.129 s with them
+        spinning, 0.073 s alone)."""
+        release_blas_before_pass()
         return self.covariance.matmat(self.theta, np.ascontiguousarray(V),
                                       diag_add=self.diag_add)
 

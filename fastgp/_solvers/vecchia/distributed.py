@@ -99,7 +99,8 @@ class VecchiaSums:
         return self.dispatcher.map(method, [(*args, a, b) for a, b in self.groups])
 
     def terms(self, theta, want_grad=True):
-        """(nll, grad or None, n_bad), as ``FastCovariance.vecchia_terms``."""
+        """(nll, grad or None, n_bad), as ``FastCovariance.vecchia_total``
+        gives it from every block's partial sums."""
         parts = self._over_blocks("partials", np.asarray(theta, dtype=np.float64),
                                   bool(want_grad))
         partial = _joined([p for p, _ in parts])

@@ -7,15 +7,17 @@ c(i) of at most m nearest points among the earlier positions,
     -log p(y) ~ -sum_i log p(y_i | y_c(i))                  (Vecchia 1988)
 
 each term a Gaussian conditional density computed from one small block of
-the kernel (the backend's ``vecchia_terms``: the engine's Vecchia pass, one
-Cholesky factor per block, the gradient by the trace identity on the block).
+the kernel (the backend's ``vecchia_partials`` and ``vecchia_total``: the
+engine's Vecchia pass, one Cholesky factor per block, the gradient by the
+trace identity on the block).
 The ordering (maxmin by default: Guinness 2018) and the conditioning sets are
 found once, in the inputs divided by the kernel's length scales
 (:mod:`.scaling`), and the samples relabelled for memory locality
 (:class:`.neighbours.SpatialLayout`); the objective is then one smooth
 function of theta, as L-BFGS-B wants. Its sums over blocks run here or on a
-cluster's workers (:mod:`.distributed`), with the same bits. :meth:`VecchiaNegLogLikelihood.relayout`
-finds them again at new length scales, between optimiser runs.
+cluster's workers (:mod:`.distributed`), with the same bits.
+:meth:`VecchiaNegLogLikelihood.relayout` finds them again at new length
+scales, between optimiser runs.
 
 With m = N - 1 every earlier point is a neighbour and the product of the
 conditionals is the exact likelihood: the value and the gradient are the

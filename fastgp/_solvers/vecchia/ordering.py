@@ -49,13 +49,14 @@ prefix point), so the work is O(N subset_factor keep_fraction log N), and
 the deviation from exact maxmin falls as ``keep_fraction`` grows. For data
 of very uneven density the pairs are more (the prefix is uniform in space,
 so a dense region's points are many per prefix point): 23 s against 13 s at
-N = 10^6 for a Student t against uniform points. Measured as
-:func:`maxmin_deviation` does, at N = 20,000 points in 2-D against the exact
-ordering (docs/benchmarks.md, "Vecchia's approximation", has the table): with the defaults, uniform,
-Gaussian, clustered or Student t, no point was more than 1.6 x farther from
-its predecessors than an earlier point had been (exact: at most 1), and
-each position's distance to its predecessors was within [0.77, 1.5] x the
-exact ordering's at the same position.
+N = 10^6 for a Student t against uniform points. Measured by each point's
+distance rho to its predecessors (the tests' ``maxmin_deviation``,
+tests/_vecchia_reference.py), at N = 20,000 points in 2-D against the exact
+ordering (docs/benchmarks.md, "Vecchia's approximation", has the table): with
+the defaults, uniform, Gaussian, clustered or Student t, no point was more
+than 1.6 x farther from its predecessors than an earlier point had been
+(exact: at most 1), and each position's distance to its predecessors was
+within [0.77, 1.5] x the exact ordering's at the same position.
 """
 
 import math
@@ -66,9 +67,8 @@ from sklearn.utils import check_random_state
 
 from ..._backend import points as vp
 
-__all__ = ["maxmin_order", "random_order", "min_distances", "maxmin_deviation",
-           "EXACT_BELOW", "BASE_SIZE", "SUBSET_FACTOR", "KEEP_FRACTION",
-           "DENSITY_FRACTION"]
+__all__ = ["maxmin_order", "random_order", "EXACT_BELOW", "BASE_SIZE", "SUBSET_FACTOR",
+           "KEEP_FRACTION", "DENSITY_FRACTION"]
 
 #: Orderings of at most this many points are exact (O(N^2): 1.3 s at 20,000).
 EXACT_BELOW = 20_000
@@ -231,40 +231,3 @@ def _update_pairs(P, key, quantile=None):
     ptr = np.empty(n + 1, dtype=np.int64)
     nbr = vp.symmetric_lists(n, a, b, ptr)
     return ptr, nbr
-
-
-def min_distances(X, order):
-    """rho (N,): rho[i] = distance of X[order[i]] to X[order[:i]] (rho[0] =
-    inf), exactly (cKDTree, :func:`.neighbours.ordered_neighbours` with
-    m = 1). For an exact maxmin ordering rho is non-increasing."""
-    from .neighbours import ordered_neighbours
-
-    X = _as_points(X)
-    nearest = ordered_neighbours(X, order, 1)[:, 0]
-    rho = np.full(X.shape[0], np.inf)
-    rho[1:] = np.sqrt(((X[order[1:]] - X[nearest[1:]]) ** 2).sum(axis=1))
-    return rho
-
-
-def maxmin_deviation(X, order, reference_order=None):
-    """How far ``order`` is from a maxmin ordering of X (N, d).
-
-    Returns a dict:
-    - ``rise``: max over i of rho[i] / min(rho[1:i]) (at most 1 for exact maxmin,
-      whose rho never increases; a value r means some point lies r times
-      farther from its predecessors than an earlier point did);
-    - ``rise_q999``: that ratio's 99.9th percentile over i;
-    - with ``reference_order`` (the exact ordering): ``ratio_max``,
-      ``ratio_min``, ``ratio_q001``, ``ratio_q999``, the extremes and
-      quantiles of rho[i] / rho_exact[i] over positions i >= 1.
-    """
-    rho = min_distances(X, order)
-    running = np.minimum.accumulate(rho[1:])
-    rise = rho[2:] / running[:-1] if rho.size > 2 else np.ones(1)
-    out = {"rise": float(rise.max()), "rise_q999": float(np.quantile(rise, 0.999))}
-    if reference_order is not None:
-        ratio = rho[1:] / min_distances(X, reference_order)[1:]
-        out.update(ratio_max=float(ratio.max()), ratio_min=float(ratio.min()),
-                   ratio_q001=float(np.quantile(ratio, 0.001)),
-                   ratio_q999=float(np.quantile(ratio, 0.999)))
-    return out

@@ -1,5 +1,6 @@
 """A dense NumPy and scikit-learn reference for Vecchia's approximation, for
-tests: no Numba, no fastgp engine, nothing clever.
+the tests (docs/design.md, "Vecchia's approximation"): no Numba, no fastgp
+engine, nothing clever.
 
 - :func:`vecchia_nll_grad_dense`: the negative log-likelihood
   -sum_i log p(y_i | y_c(i)) as a difference of two dense Gaussian log
@@ -14,12 +15,18 @@ tests: no Numba, no fastgp engine, nothing clever.
   neighbour sets.
 - :func:`brute_ordered_neighbours`, :func:`brute_maxmin`: O(N^2) references
   for the neighbour search and the exact maxmin ordering.
+- :func:`min_distances`, :func:`maxmin_deviation`: how far an ordering is
+  from a maxmin one (the measure of fastgp/_solvers/vecchia/ordering.py's
+  docstring and of docs/benchmarks.md, "Vecchia's approximation"), from
+  fastgp's exact neighbour search (cKDTree).
 """
 
 import numpy as np
 
+from fastgp._solvers.vecchia.neighbours import ordered_neighbours
+
 __all__ = ["vecchia_nll_grad_dense", "vecchia_predict_dense", "brute_ordered_neighbours",
-           "brute_maxmin", "gaussian_nll_grad"]
+           "brute_maxmin", "gaussian_nll_grad", "min_distances", "maxmin_deviation"]
 
 
 def gaussian_nll_grad(B, dB, Y):
@@ -116,3 +123,38 @@ def brute_maxmin(X):
         dist[alive] = np.minimum(dist[alive], ((X[alive] - X[p]) ** 2).sum(1))
         p = int(np.argmax(dist))
     return order
+
+
+def min_distances(X, order):
+    """rho (N,): rho[i] = distance of X[order[i]] to X[order[:i]] (rho[0] =
+    inf), exactly (cKDTree, ``neighbours.ordered_neighbours`` with m = 1),
+    for X (N, d). For an exact maxmin ordering rho is non-increasing."""
+    X = np.asarray(X, dtype=np.float64)
+    nearest = ordered_neighbours(X, order, 1)[:, 0]
+    rho = np.full(X.shape[0], np.inf)
+    rho[1:] = np.sqrt(((X[order[1:]] - X[nearest[1:]]) ** 2).sum(axis=1))
+    return rho
+
+
+def maxmin_deviation(X, order, reference_order=None):
+    """How far ``order`` is from a maxmin ordering of X (N, d).
+
+    Returns a dict:
+    - ``rise``: max over i of rho[i] / min(rho[1:i]) (at most 1 for exact maxmin,
+      whose rho never increases; a value r means some point lies r times
+      farther from its predecessors than an earlier point did);
+    - ``rise_q999``: that ratio's 99.9th percentile over i;
+    - with ``reference_order`` (the exact ordering): ``ratio_max``,
+      ``ratio_min``, ``ratio_q001``, ``ratio_q999``, the extremes and
+      quantiles of rho[i] / rho_exact[i] over positions i >= 1.
+    """
+    rho = min_distances(X, order)
+    running = np.minimum.accumulate(rho[1:])
+    rise = rho[2:] / running[:-1] if rho.size > 2 else np.ones(1)
+    out = {"rise": float(rise.max()), "rise_q999": float(np.quantile(rise, 0.999))}
+    if reference_order is not None:
+        ratio = rho[1:] / min_distances(X, reference_order)[1:]
+        out.update(ratio_max=float(ratio.max()), ratio_min=float(ratio.min()),
+                   ratio_q001=float(np.quantile(ratio, 0.001)),
+                   ratio_q999=float(np.quantile(ratio, 0.999)))
+    return out
