@@ -24,6 +24,7 @@ from ._fit.session import FitSession
 from ._optimize.rows import minimize_rows
 from ._solvers.base import FactorTexts
 from ._solvers.choice import exact_solver
+from ._solvers.cuda.device import host_input
 from ._validation import (
     Interval,
     StrOptions,
@@ -108,6 +109,11 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     verbose : int, default=0
         If positive, print the objective, the gradient norm and the time per
         iteration every iteration.
+    device : {"cpu", "cuda", "cuda:<index>"}, default="cpu"
+        Where the fit runs: "cuda" keeps the N x N buffer in an NVIDIA GPU's
+        memory (docs/gpu.md; ``pip install "fastgp[cuda]"``), with the same
+        results as on the CPU to rounding; ``L_`` is then a CuPy array on
+        that GPU, and transform and inverse_transform run there.
 
     Attributes
     ----------
@@ -128,7 +134,8 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         Per-feature divisor (ones unless ``standardize``).
     L_ : ndarray of shape (n_samples, n_samples), F-contiguous
         Lower Cholesky factor of K at the fitted point: the buffer the fit
-        worked in, kept for transform and inverse_transform.
+        worked in (in the GPU's memory with ``device="cuda"``), kept for
+        transform and inverse_transform.
     alpha_ : ndarray of shape (n_samples, n_features)
         :math:`K^{-1} Y` at the fitted point.
     jitter_ : float
@@ -177,6 +184,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "device": [str],
     }
 
     def __init__(
@@ -193,6 +201,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         alpha=1e-8,
         random_state=None,
         verbose=0,
+        device="cpu",
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -205,6 +214,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         self.alpha = alpha
         self.random_state = random_state
         self.verbose = verbose
+        self.device = device
 
     # ------------------------------------------------------------------ fit
     @fit_context(prefer_skip_nested_validation=True)
@@ -240,7 +250,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
         with FitSession(self, "Fitting GPLVM") as session:
-            Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            Y = validate_data(self, host_input(X), dtype=np.float64, ensure_min_samples=2)
             n_samples, n_features = Y.shape
             Q = self.n_components
             mean = Y.mean(axis=0)
@@ -251,7 +261,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             X0 = self._initial_latent(Yc, rng)
             kernel = self._default_kernel(Yc) if self.kernel is None else clone(self.kernel)
             bounds = check_kernel_hyperparameters(kernel)
-            solver = exact_solver()
+            solver = exact_solver(self.device)
             objective = solver.latent_objective(kernel, Yc, Q, self.alpha)
             session.budget(
                 solver.latent_fit_memory(n_samples, n_features, Q, objective),
@@ -413,7 +423,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             The latent point of each row.
         """
         check_is_fitted(self)
-        Y = validate_data(self, X, dtype=np.float64, reset=False)
+        Y = validate_data(self, host_input(X), dtype=np.float64, reset=False)
         Yc = (Y - self.mean_) / self.scale_
         nearest = pairwise_distances_argmin(Yc, self._Y_fit)
         out = self.embedding_[nearest].copy()
@@ -450,7 +460,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             Predictive standard deviation; only with ``return_std``.
         """
         check_is_fitted(self)
-        X = check_array(X, dtype=np.float64)
+        X = check_array(host_input(X), dtype=np.float64)
         if X.shape[1] != self.n_components:
             raise ValueError(
                 f"X has {X.shape[1]} columns; this GPLVM has n_components = "

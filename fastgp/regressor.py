@@ -22,6 +22,7 @@ from ._fit.likelihood import check_evaluation_memory, evaluate_likelihood, likel
 from ._fit.session import FitSession
 from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem
 from ._solvers.choice import choose_solver, fit_description, fit_remedies
+from ._solvers.cuda.device import host_input
 from ._user_warnings import warn_user
 from ._validation import (
     Interval,
@@ -168,6 +169,16 @@ class GaussianProcessRegressor(_SklearnGPR):
         buffer in the machine's memory budget (:mod:`fastgp.memory.ledger`).
         The iterative solver runs its restarts one after another. fastgp's
         addition.
+    device : {"cpu", "cuda", "cuda:<index>"}, default="cpu"
+        Where the exact path runs. "cuda": its N x N buffer in an NVIDIA GPU's
+        memory, with the same plan and the same results as on the CPU to
+        rounding (docs/gpu.md; install with ``pip install "fastgp[cuda]"``);
+        ``L_`` is then a CuPy array on that GPU and predictions run there.
+        With a GPU, ``solver`` must be "auto" or "cholesky" (the approximate
+        solvers run on the CPU only), and "auto" never moves a fit to a GPU by
+        itself. Without the GPU extra or a GPU, a fit raises
+        :class:`~fastgp.exceptions.DeviceUnavailableError` naming what is
+        missing. fastgp's addition.
 
     Attributes
     ----------
@@ -179,7 +190,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         The kernel with the optimised hyperparameters.
     L_ : ndarray of shape (n_samples, n_samples), F-contiguous, or None
         Lower Cholesky factor of ``kernel_(X_train_) + alpha I``; the buffer
-        the fit worked in. None with the Vecchia and iterative solvers.
+        the fit worked in (a CuPy array in the GPU's memory with
+        ``device="cuda"``). None with the Vecchia and iterative solvers.
     solver_ : str
         "cholesky", "vecchia" or "iterative": the solver the fit used.
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
@@ -255,6 +267,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         "n_neighbors_predict": [Interval(Integral, 1, None, closed="left"), None],
         "ordering": [StrOptions({"maxmin", "random"})],
         "n_jobs": [Integral, None],
+        "device": [str],
     }
 
     def __init__(
@@ -280,6 +293,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         n_neighbors_predict=None,
         ordering="maxmin",
         n_jobs=None,
+        device="cpu",
     ):
         self.kernel = kernel
         self.alpha = alpha
@@ -301,6 +315,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         self.n_neighbors_predict = n_neighbors_predict
         self.ordering = ordering
         self.n_jobs = n_jobs
+        self.device = device
 
     # ------------------------------------------------------------------ fit
     def _validate_X(self, X, y=_NO_TARGETS, reset=True):
@@ -308,6 +323,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         # raises scikit-learn's "requires y to be passed" error
         kernel = self.kernel_ if hasattr(self, "kernel_") and not reset else self.kernel
         vector_input = kernel is None or kernel.requires_vector_input
+        X, y = host_input(X), (y if y is _NO_TARGETS else host_input(y))
         dtype, ensure_2d = ("numeric", True) if vector_input else (None, False)
         if y is _NO_TARGETS:
             X = validate_data(self, X, ensure_2d=ensure_2d, dtype=dtype, reset=reset)

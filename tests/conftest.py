@@ -6,10 +6,23 @@ inputs are spread over a few length scales and the training covariance gets
 ``alpha`` = 1e-2 or a WhiteKernel on its diagonal, so that LAPACK's rounding
 (which differs between fastgp's dpotri and scikit-learn's cho_solve) stays far
 below the 1e-8 relative tolerance.
+
+The GPU path (``device="cuda"``) is tested here under numba-cuda's simulator
+and the blocked linear algebra's host stand-in, unless FASTGP_TEST_DEVICE=cuda
+says that this machine's GPU runs them for real; tests marked ``gpu`` need a
+real GPU and are an expected skip elsewhere (docs/testing.md).
 """
 
 import os
 from contextlib import ExitStack
+
+#: Set FASTGP_TEST_DEVICE=cuda on a machine with a GPU to run the GPU path's
+#: tests on it; otherwise numba-cuda runs them in its simulator, which Numba
+#: reads when it is first imported: so before anything imports it.
+DEVICE_ENV = "FASTGP_TEST_DEVICE"
+ON_GPU = os.environ.get(DEVICE_ENV) == "cuda"
+if not ON_GPU:
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import numpy as np
 import pytest
@@ -85,11 +98,27 @@ STRICT_SKIPS_ENV = "FASTGP_STRICT_SKIPS"
 #: skip is right there). Every other skip in the suite names a condition
 #: that does not hold on CI's machine (fewer than two cores, no /proc, not
 #: root, an extra not installed).
+#: Why a test marked ``gpu`` is skipped where FASTGP_TEST_DEVICE is not "cuda".
+NO_GPU = "no GPU here (FASTGP_TEST_DEVICE=cuda runs the gpu-marked tests on one)"
+
 EXPECTED_SKIPS = {
     "SCIPY_ARRAY_API is not set": (
         "scikit-learn's estimator checks try array-API inputs only under "
         "SCIPY_ARRAY_API=1; fastgp's estimators take NumPy arrays"),
+    NO_GPU: ("CI has no GPU: the GPU path runs there under numba-cuda's simulator "
+             "and the host stand-in of its linear algebra; the tests marked gpu "
+             "check the real device's calls"),
 }
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` skip, as expected, where no GPU runs them."""
+    if ON_GPU:
+        return
+    skip = pytest.mark.skip(reason=NO_GPU)
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
 
 
 def _skip_reason(report):

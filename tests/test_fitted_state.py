@@ -48,6 +48,7 @@ OTHER_VALUES = {
     "n_neighbors_predict": 2,
     "ordering": "random",
     "n_jobs": 2,
+    "device": "cuda",
 }
 
 

@@ -8,8 +8,8 @@ Every algorithm runs through three implementations of the tile calls:
   and cuSOLVER bindings that carry out each call on host memory from its
   raw pointers and leading dimensions (tests/_fake_cuda.py), so that CI
   checks CudaTiles' argument mapping by the numbers, without a GPU;
-- "cuda": CudaTiles on a real GPU, where CuPy, nvmath-python and a device
-  are present (skipped otherwise).
+- "cuda": CudaTiles on a real GPU (marked gpu: FASTGP_TEST_DEVICE=cuda runs
+  it; an expected skip elsewhere).
 
 Small N (1 to 200) and tiny blocks (1 to 64), N not a multiple of the block,
 N below and equal to it, against NumPy and SciPy to 1e-12 relative; the
@@ -41,23 +41,12 @@ SHAPES = [(1, 1), (5, 8), (16, 16), (20, 3), (20, 8), (37, 8), (64, 16), (100, 7
           (129, 32), (200, 16), (200, 64)]
 
 
-def _cuda_present():
-    try:
-        import cupy
-        import nvmath.bindings.cublas  # noqa: F401
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - no CuPy, no nvmath, no driver or no device
-        return False
-
-
 def _emulated():
     memory = FakeCupy()
     return CudaTiles(xp=memory, cublas=FakeBindings(memory), cusolver=FakeBindings(memory))
 
 
-KINDS = ["host", "emulated",
-         pytest.param("cuda", marks=pytest.mark.skipif(not _cuda_present(),
-                                                       reason="needs CuPy, nvmath and a GPU"))]
+KINDS = ["host", "emulated", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 @pytest.fixture(params=KINDS)

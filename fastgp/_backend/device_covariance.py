@@ -13,6 +13,7 @@ and predictions need, with the CPU backend's meanings:
 ``grad_latent``            the GPLVM's traces of W against dK/dX and dK/dtheta
 ``cross``                  k(X, X*) (n, m) on the device, for prediction
 ``grad_cross_weighted``    sum_i w_ic dk(x_i, x*_c)/dx*_c (the GPLVM's transform)
+``prior_cov``, ``diag``    k(X*, X*) and its diagonal, on the host (O(m^2), O(m))
 =========================  ====================================================
 
 Arrays are the device's (:attr:`xp`, CuPy on a GPU, NumPy under numba-cuda's
@@ -81,8 +82,8 @@ class DeviceCovariance:
 
     def _program_args(self, theta):
         xp, p = self.xp, self.program
-        return (xp.asarray(p.ops), xp.asarray(p.op_float), xp.asarray(p.params(theta)),
-                xp.asarray(p.theta_of_param))
+        return (xp.array(p.ops), xp.array(p.op_float), xp.array(p.params(theta)),
+                xp.array(p.theta_of_param))
 
     def _sizes(self, n_dims):
         return self.program.stack_depth, self.program.n_theta, n_dims
@@ -152,7 +153,12 @@ class DeviceCovariance:
                              self._no_targets(), 0, self.n_features, theta)
         return _to_host(x_out)[:, :self.n_features]
 
-    # ------------------------------------------------ O(m) on the host
+    # -------------------------------------- O(m) and O(m^2) on the host
+    def prior_cov(self, theta, X_query):
+        """k(X*, X*) (m, m) on the host, white noise on the diagonal (the
+        joint predictive covariance's prior, as the CPU backend's)."""
+        return self._host.prior_cov(theta, X_query)
+
     def diag(self, theta, X_query):
         """k(x*, x*) (m,) on the host, white noise included (the kernel's)."""
         return self._host.diag(theta, X_query)

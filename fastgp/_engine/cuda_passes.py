@@ -103,6 +103,7 @@ def column_pass(kind, stack_depth, n_theta, n_dims):
     want_theta = kind in (GRAD, GRAD_FULL)
     want_x = kind in (GRAD_FULL, GRAD_CROSS)
     lower = kind in (FILL, GRAD)
+    training = kind in (FILL, GRAD, GRAD_FULL)  # the columns' points are the rows'
     one = np.int64(1)
     no_diagonal = np.int64(-1)
 
@@ -126,7 +127,7 @@ def column_pass(kind, stack_depth, n_theta, n_dims):
         T = A_T.shape[0]
         start = c if lower else 0
         for i in range(start + t, n2, step):
-            diag_t = np.int64(0) if (lower and i == c) else no_diagonal
+            diag_t = np.int64(0) if (training and i == c) else no_diagonal
             eval_tile(table, X1, np.int64(c), one, X2, np.int64(i), diag_t, ops, op_float,
                       params, theta_of_param, mode, V, G, D1, D2, Wk)
             if kind == FILL:

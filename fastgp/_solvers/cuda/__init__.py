@@ -26,7 +26,7 @@ import numpy as np
 from ..._linalg.device_blocked import DEFAULT_BLOCK, cho_solve, solve_lower_in_place
 from ...exceptions import InsufficientMemoryError
 from ...memory import estimates, refusal
-from ..base import MemoryNeed, Solver
+from ..base import MemoryNeed, Solver, host_memory_peak
 from ..kept_factor import final_factor
 from ..latent_density import PredictiveNegLogDensity, lower_latent_kernel
 from ..predictive import predict_mean_cov, predict_mean_var
@@ -64,13 +64,17 @@ class CudaSolver(Solver):
 
     name = "cholesky"
     restarts_in_workers = False
+    #: The blocked inverse's block order, and the passes' threads per block
+    #: (the tests under the simulator take small ones, to run the blocked and
+    #: multi-row paths on small problems).
+    block = DEFAULT_BLOCK
+    threads = 256  # fastgp._engine.cuda_passes.THREADS, its largest
 
-    def __init__(self, device_name, block=DEFAULT_BLOCK):
+    def __init__(self, device_name):
         kind, index = parse_device(device_name)
         if kind != "cuda":
             raise ValueError(f"CudaSolver runs on a CUDA device, not {device_name!r}")
         self.device_name = f"cuda:{index}"
-        self.block = int(block)
 
     @classmethod
     def from_params(cls, params):
@@ -132,7 +136,8 @@ class CudaSolver(Solver):
 
     def _covariance(self, kernel, X, program=None):
         device = self.device
-        return device.backend.DeviceCovariance(kernel, X, device.xp, program=program)
+        return device.backend.DeviceCovariance(kernel, X, device.xp, program=program,
+                                               threads=self.threads)
 
     def _workspace(self, n):
         return _track(DeviceWorkspace(self.device, n, self.check_device_memory), self)
@@ -166,6 +171,13 @@ class CudaSolver(Solver):
 
     def final(self, objective, theta, messages):
         return final_factor(objective, theta, messages)
+
+    @contextmanager
+    def memory_peak(self):
+        with host_memory_peak() as host, self.device.memory_peak() as device:
+            result = dict(host)
+            yield result
+        result.update(host=host["host"], device=device["device"])
 
     # ----------------------------------------------------- outside a fit
     def evaluation_bytes(self, problem, eval_gradient):

@@ -29,7 +29,12 @@ from ..._linalg.host_tiles import HostTiles
 from ...exceptions import DeviceUnavailableError
 from ...memory import available_memory
 
-__all__ = ["DEVICE_PATTERN", "parse_device", "Device", "resolve_device", "EXTRA"]
+__all__ = ["DEVICE_PATTERN", "parse_device", "Device", "resolve_device", "EXTRA",
+           "host_input"]
+
+#: DLPack's device types of memory on a CUDA GPU (kDLCUDA, kDLCUDAHost,
+#: kDLCUDAManaged).
+_DLPACK_CUDA = (2, 3, 13)
 
 #: What the ``device`` parameter accepts.
 DEVICE_PATTERN = re.compile(r"cpu|cuda(:[0-9]+)?")
@@ -56,8 +61,13 @@ def parse_device(name):
     return "cuda", int(name.partition(":")[2] or 0)
 
 
+def _installed(module):
+    """Whether ``module`` can be imported here (looked up, not imported)."""
+    return importlib.util.find_spec(module) is not None
+
+
 def _missing_packages():
-    return [why for module, why in PACKAGES if importlib.util.find_spec(module) is None]
+    return [why for module, why in PACKAGES if not _installed(module)]
 
 
 def simulator_requested():
@@ -174,6 +184,54 @@ class Device:
 
     def synchronize(self):
         self.tiles.synchronize()
+
+    @contextmanager
+    def memory_peak(self):
+        """Yield a dict whose ``"device"`` is set, when the block ends, to
+        the peak of the memory pool's bytes in use inside it above those in
+        use on entry (CuPy's allocator wrapped for the block; 0 when
+        simulated: the arrays are then the host's)."""
+        result = {"device": 0}
+        if self._cupy is None:
+            yield result
+            return
+        cupy = self._cupy
+        pool = cupy.get_default_memory_pool()
+        start = pool.used_bytes()
+        peak = [start]
+
+        def malloc(size):
+            memory = pool.malloc(size)
+            peak[0] = max(peak[0], pool.used_bytes())
+            return memory
+
+        cupy.cuda.set_allocator(malloc)
+        try:
+            yield result
+        finally:
+            cupy.cuda.set_allocator(pool.malloc)
+            result["device"] = peak[0] - start
+
+
+def host_input(x):
+    """``x`` in host memory where it lies on a GPU (a CuPy array, a torch
+    CUDA tensor: anything with ``__cuda_array_interface__`` or a CUDA
+    DLPack device), one copy of its numbers; anything else as it is. The
+    estimators validate and keep their inputs and targets (N x d and N x T
+    numbers) on the host; only the N x N buffer needs the device."""
+    on_gpu = hasattr(x, "__cuda_array_interface__")
+    if not on_gpu and hasattr(x, "__dlpack_device__"):
+        on_gpu = x.__dlpack_device__()[0] in _DLPACK_CUDA
+    if not on_gpu:
+        return x
+    if not _installed("cupy"):
+        raise DeviceUnavailableError(
+            f"the input is an array on a GPU ({type(x).__name__}), and reading it needs "
+            f"CuPy: {EXTRA}, or pass a NumPy array.")
+    cupy = importlib.import_module("cupy")
+    array = (cupy.asarray(x) if hasattr(x, "__cuda_array_interface__")
+             else cupy.from_dlpack(x))
+    return array.get()
 
 
 @functools.lru_cache(maxsize=None)

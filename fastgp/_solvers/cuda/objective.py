@@ -55,8 +55,8 @@ class DeviceNegLogMarginalLikelihood(GuardedObjective):
         self.covariance = covariance
         self.Y, self.diag_add = regression_targets(Y, diag_add)
         xp = device.xp
-        self._Y = xp.asarray(self.Y)
-        self._diag = xp.asarray(self.diag_add)
+        self._Y = xp.array(self.Y)  # copies: the device's own, writeable
+        self._diag = xp.array(self.diag_add)
         self.workspace = workspace
         self.block = int(block)
         self._A = None  # K^-1 Y on the device, from the last factor
