@@ -20,7 +20,7 @@ from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backend.covariance import make_covariance
-from ._fit.clock import FitDescription
+from ._fit.clock import LATENT_EVALUATIONS, FitDescription
 from ._fit.session import FitSession
 from ._optimize.rows import minimize_rows
 from ._solvers.base import FactorTexts, on_idle_cores
@@ -274,7 +274,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                   f"(now {self.tol:g})"),
                     description=FitDescription(
                         f"N = {n_samples:,} points, {Q} latent dimensions, "
-                        f"{n_features} features"))
+                        f"{n_features} features", evaluations=LATENT_EVALUATIONS))
                 z, n_iter = best.theta, best.n_iterations
                 if kernel.n_dims > 0:
                     kernel.theta = objective.unpack(z)[1]
