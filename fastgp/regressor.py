@@ -597,7 +597,8 @@ class GaussianProcessRegressor(_SklearnGPR):
                         "variances are enough (its memory is bounded whatever m)",
                         "use a machine with more memory"]
         else:
-            needed = sample_y_bytes(n_train, m, t, n_draws)
+            needed = sample_y_bytes(n_train, m, t, n_draws, None if solver is None
+                                    else solver.predict_cov_bytes(n_train, m, t))
             operation = "sample_y"
             remedies = [fewer + "; draws on separate calls are not jointly "
                         "distributed, so split only where the joint draw does not matter",
@@ -640,7 +641,8 @@ class GaussianProcessRegressor(_SklearnGPR):
             The draws, jointly distributed over the query points.
         """
         n_train = len(self.alpha_) if hasattr(self, "alpha_") else 0
-        self._check_predict_memory(X, n_train=n_train, n_draws=n_samples)
+        self._check_predict_memory(X, n_train=n_train, n_draws=n_samples,
+                                   solver=self._solver() if n_train else None)
         return super().sample_y(X, n_samples=n_samples, random_state=random_state)
 
     def _unnormalize_mean(self, mean):

@@ -6,6 +6,7 @@ machine."""
 __all__ = [
     "fit_bytes",
     "iterative_fit_bytes",
+    "iterative_predict_cov_bytes",
     "vecchia_fit_bytes",
     "vecchia_predict_cov_bytes",
     "gplvm_fit_bytes",
@@ -228,13 +229,13 @@ def predict_cov_bytes(n_train, n_query, n_targets):
     return _FIXED + _F8 * (n * m + 2 * m * m + m * m * t + 4 * m * t)
 
 
-def sample_y_bytes(n_train, n_query, n_targets, n_draws):
+def sample_y_bytes(n_train, n_query, n_targets, n_draws, predict_bytes=None):
     """Estimate the peak extra bytes of ``sample_y``.
 
-    The predictive covariance (:func:`predict_cov_bytes`) plus NumPy's
-    ``multivariate_normal``, which takes an SVD of the (m, m) covariance (u,
-    vt and LAPACK's work array: about three more m x m) and returns
-    (m, n_draws) per target.
+    The predictive covariance (:func:`predict_cov_bytes`, or a solver's own
+    estimate of it) plus NumPy's ``multivariate_normal``, which takes an SVD
+    of the (m, m) covariance (u, vt and LAPACK's work array: about three
+    more m x m) and returns (m, n_draws) per target.
 
     Parameters
     ----------
@@ -246,6 +247,10 @@ def sample_y_bytes(n_train, n_query, n_targets, n_draws):
         Target columns.
     n_draws : int
         Draws per query point.
+    predict_bytes : int or None
+        The prediction's own estimate (a fitted model's solver:
+        :func:`iterative_predict_cov_bytes`, :func:`vecchia_predict_cov_bytes`);
+        None: :func:`predict_cov_bytes`, the Cholesky path's and the prior's.
 
     Returns
     -------
@@ -253,8 +258,54 @@ def sample_y_bytes(n_train, n_query, n_targets, n_draws):
         Bytes.
     """
     m, t = int(n_query), int(n_targets)
-    return (predict_cov_bytes(n_train, n_query, n_targets)
-            + _F8 * (3 * m * m + 2 * m * int(n_draws) * t))
+    if predict_bytes is None:
+        predict_bytes = predict_cov_bytes(n_train, n_query, n_targets)
+    return int(predict_bytes) + _F8 * (3 * m * m + 2 * m * int(n_draws) * t)
+
+
+#: Arrays of (n_train, m) that the matrix-free covariance's batched CG holds
+#: at its peak: the right-hand sides k(X, X*), CG's solution, residual,
+#: preconditioned residual and direction, and one step's temporaries (the
+#: active columns' direction and residual, the product K~ P and its
+#: contiguous operand, the scaled updates, the preconditioner's solve and
+#: its correction); measured 11.5 to 12.5 at N = 1,000 to 3,000, m = 20 to
+#: 400 (fastgp._solvers.iterative.krylov.batched_cg).
+_ITERATIVE_PREDICT_ARRAYS = 14
+
+
+def iterative_predict_cov_bytes(n_train, n_query, n_targets, rank, max_cg_iter):
+    """Estimate the peak extra bytes of a matrix-free model's joint
+    prediction.
+
+    ``predict(X, return_cov=True)`` on ``n_query`` points solves
+    K~ V = k(X, X*) by batched CG with one column per query point: 14
+    (n_train, m) arrays, CG's scalars per step and column
+    (2 max_cg_iter m), the preconditioner (n_train x rank) where it is
+    built again (after unpickling), and :func:`predict_cov_bytes`'s m x m
+    parts with two more for the symmetrised reduction.
+
+    Parameters
+    ----------
+    n_train : int
+        Training samples of the model.
+    n_query : int
+        Query points m.
+    n_targets : int
+        Target columns.
+    rank : int
+        The preconditioner's rank (``preconditioner_rank``).
+    max_cg_iter : int
+        CG's iteration limit (``max_cg_iter``).
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n, m, k = int(n_train), int(n_query), int(rank)
+    words = (_ITERATIVE_PREDICT_ARRAYS * n * m + n * (k + 2) + 2 * int(max_cg_iter) * m
+             + 2 * m * m)
+    return predict_cov_bytes(0, n_query, n_targets) + _F8 * words
 
 
 #: What a Vecchia fit's process touches beside its arrays whatever N: the
