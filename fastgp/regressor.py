@@ -19,6 +19,7 @@ from sklearn.utils.validation import validate_data
 
 from ._backend.covariance import make_covariance
 from ._fit.likelihood import check_evaluation_memory, likelihood_request
+from ._fit.noise import warn_noise_free_fit
 from ._fit.session import FitSession
 from ._solvers.base import (NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem,
                             on_idle_cores)
@@ -409,6 +410,7 @@ class GaussianProcessRegressor(_SklearnGPR):
                         n_iter = best.n_iterations
                 if math.isfinite(best.value):
                     warn_at_bounds(kernel)
+                    warn_noise_free_fit(kernel, X_train, diag_add)
 
             # Alg. 2.1 lines 2-3: the kept model at the chosen theta
             kept = session.finalise(solver.final, objective, kernel.theta,
@@ -622,9 +624,10 @@ class GaussianProcessRegressor(_SklearnGPR):
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw samples from the Gaussian process and evaluate them at X.
 
-        As scikit-learn's ``sample_y`` (the same draws for the same
-        ``random_state``), after checking that the joint covariance and its
-        SVD fit in memory.
+        scikit-learn's ``sample_y`` on fastgp's predictive mean and
+        covariance, after checking that the joint covariance and its SVD fit
+        in memory: for the same ``random_state`` the same draws as
+        scikit-learn's up to the SVD's choice of signs (docs/differences.md).
 
         Parameters
         ----------
