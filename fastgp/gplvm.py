@@ -32,6 +32,8 @@ from ._validation import (
     Interval,
     StrOptions,
     check_kernel_hyperparameters,
+    check_latent_dimension,
+    check_numeric_columns,
     fit_context,
     nonzero_scale,
 )
@@ -245,9 +247,11 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
         with FitSession(self, "Fitting GPLVM") as session:
+            check_numeric_columns(X)  # names a table's text column
             Y = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
             n_samples, n_features = Y.shape
             Q = self.n_components
+            check_latent_dimension(Q, n_features)
             mean = Y.mean(axis=0)
             scale = (nonzero_scale(Y.std(axis=0)) if self.standardize
                      else np.ones(n_features))

@@ -30,6 +30,7 @@ from ._validation import (
     StrOptions,
     check_finite_result,
     check_kernel_hyperparameters,
+    check_numeric_columns,
     count_samples,
     diagonal_addition,
     fit_context,
@@ -311,6 +312,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         kernel = self.kernel_ if hasattr(self, "kernel_") and not reset else self.kernel
         vector_input = kernel is None or kernel.requires_vector_input
         dtype, ensure_2d = ("numeric", True) if vector_input else (None, False)
+        if vector_input:
+            check_numeric_columns(X)  # names a table's text column
         if y is _NO_TARGETS:
             X = validate_data(self, X, ensure_2d=ensure_2d, dtype=dtype, reset=reset)
         else:
