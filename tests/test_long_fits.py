@@ -325,6 +325,24 @@ def test_long_fits_the_regressor_says_so_once(monkeypatch):
     assert notices[0].filename == __file__
 
 
+def test_long_fits_a_kernel_off_the_fast_path_is_pointed_at_a_public_function(monkeypatch):
+    import fastgp.kernels
+
+    monkeypatch.setattr(clock_module, "LONG_FIT_SECONDS", -1.0)
+    X, y = _problem()
+    from sklearn.gaussian_process.kernels import Matern
+
+    from fastgp.exceptions import SlowKernelWarning
+
+    with pytest.warns(LongFitWarning) as record:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SlowKernelWarning)
+            GaussianProcessRegressor(Matern(nu=1.0) + WhiteKernel()).fit(X, y)
+    text = str(next(w for w in record if w.category is LongFitWarning).message)
+    assert "Faster: a kernel on fastgp's fast path (fastgp.kernels.fast_path(kernel, X)" in text
+    assert callable(fastgp.kernels.fast_path)
+
+
 def test_long_fits_vecchias_runs_share_one_notice(monkeypatch):
     monkeypatch.setattr(clock_module, "LONG_FIT_SECONDS", -1.0)
     X, y = _problem(200)
