@@ -274,8 +274,7 @@ _ITERATIVE_PREDICT_ARRAYS = 14
 
 
 def iterative_predict_cov_bytes(n_train, n_query, n_targets, rank, max_cg_iter):
-    """Estimate the peak extra bytes of a matrix-free model's joint
-    prediction.
+    """Estimate the peak extra bytes of a matrix-free joint prediction.
 
     ``predict(X, return_cov=True)`` on ``n_query`` points solves
     K~ V = k(X, X*) by batched CG with one column per query point: 14
@@ -286,12 +285,9 @@ def iterative_predict_cov_bytes(n_train, n_query, n_targets, rank, max_cg_iter):
 
     Parameters
     ----------
-    n_train : int
-        Training samples of the model.
-    n_query : int
-        Query points m.
-    n_targets : int
-        Target columns.
+    n_train, n_query, n_targets : int
+        The model's training samples, the query points m and the target
+        columns, as :func:`predict_cov_bytes` takes them.
     rank : int
         The preconditioner's rank (``preconditioner_rank``).
     max_cg_iter : int
