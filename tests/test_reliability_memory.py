@@ -290,6 +290,31 @@ def test_memory_predict_cov_estimate_bounds_what_predict_allocates():
     assert peak <= memory.predict_cov_bytes(30, m, 2)
 
 
+@pytest.mark.parametrize("n_targets", [None, 2])
+def test_memory_the_priors_joint_prediction_and_draws_stay_below_their_estimates(
+        n_targets, monkeypatch):
+    # the unfitted prior's predict(return_cov=True) and sample_y (scikit-learn's
+    # code on k(X*, X*)): the peak tracemalloc measures stays below the
+    # estimate the regressor checks first; the draws' SVD is most of it
+    import fastgp.regressor as regressor
+
+    checked, check = [], regressor.check_memory
+    monkeypatch.setattr(regressor, "check_memory", lambda needed, **kwargs:
+                        checked.append(needed) or check(needed, **kwargs))
+    prior = GaussianProcessRegressor(_kernel(), n_targets=n_targets)
+    Xq = np.random.default_rng(0).uniform(0.0, 5.0, (400, 2))
+    for call in (lambda: prior.predict(Xq, return_cov=True),
+                 lambda: prior.sample_y(Xq, 3)):
+        checked.clear()
+        tracemalloc.start()
+        try:
+            call()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert 0.3 * checked[0] <= peak <= checked[0], (peak, checked)
+
+
 # --------------------------------------------------------- reading the machine
 def test_memory_reading_of_this_machine_is_plausible():
     reading = memory.available_memory()

@@ -229,13 +229,25 @@ def predict_cov_bytes(n_train, n_query, n_targets):
     return _FIXED + _F8 * (n * m + 2 * m * m + m * m * t + 4 * m * t)
 
 
+#: m x m arrays that NumPy's ``multivariate_normal`` holds at once for one
+#: target (sample_y's draws): its copy of the covariance; numpy.linalg.svd's
+#: LAPACK buffer (its input's copy, u, vt and dgesdd's work array for all
+#: singular vectors, at least 7 m x m by LAPACK's documentation of dgesdd)
+#: and the u and vh it returns; 14 in all. tracemalloc sees about 6 of them
+#: (the LAPACK buffer is not NumPy's): the covariance's copy, u and vh, and
+#: after the SVD the check that u s vh reproduces the covariance.
+_SVD_DRAW_ARRAYS = 14
+
+
 def sample_y_bytes(n_train, n_query, n_targets, n_draws, predict_bytes=None):
     """Estimate the peak extra bytes of ``sample_y``.
 
-    The predictive covariance (:func:`predict_cov_bytes`, or a solver's own
-    estimate of it) plus NumPy's ``multivariate_normal``, which takes an SVD
-    of the (m, m) covariance (u, vt and LAPACK's work array: about three
-    more m x m) and returns (m, n_draws) per target.
+    The larger of the predictive covariance's own peak
+    (:func:`predict_cov_bytes`, or a solver's estimate of it) and what
+    follows it, once its temporaries are freed: the (m, m, n_targets)
+    covariance beside NumPy's ``multivariate_normal`` for one target at a
+    time, which takes an SVD of the covariance (14 m x m: its copy, LAPACK's
+    buffers and work array, u and vh) and returns (m, n_draws).
 
     Parameters
     ----------
@@ -260,7 +272,9 @@ def sample_y_bytes(n_train, n_query, n_targets, n_draws, predict_bytes=None):
     m, t = int(n_query), int(n_targets)
     if predict_bytes is None:
         predict_bytes = predict_cov_bytes(n_train, n_query, n_targets)
-    return int(predict_bytes) + _F8 * (3 * m * m + 2 * m * int(n_draws) * t)
+    drawing = _FIXED + _F8 * (m * m * (t + _SVD_DRAW_ARRAYS) + 2 * m * int(n_draws) * t
+                              + 4 * m * t)
+    return max(int(predict_bytes), drawing)
 
 
 #: Arrays of (n_train, m) that the matrix-free covariance's batched CG holds
