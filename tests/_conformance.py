@@ -26,6 +26,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from conftest import assert_peaks_within_checked_estimates
 from fastgp import GaussianProcessRegressor
 from fastgp._backend.covariance import make_covariance
 from fastgp._engine.interpreter import TILE
@@ -332,12 +333,9 @@ class SolverConformance:
     def test_conformance_joint_prediction_memory_estimates_bound_measured_peaks(
             self, monkeypatch):
         # predict(return_cov=True) and sample_y check an estimate against the
-        # memory available before they allocate (the regressor's
-        # check_memory; sample_y's own check comes first): the peak that
-        # tracemalloc measures over each call must lie below the estimate so
-        # checked, and not far below it
-        import fastgp.regressor as regressor
-
+        # memory available before they allocate (sample_y's own check comes
+        # first): the peak of each must lie below the estimate so checked,
+        # and not far below it
         n, m = self.predict_memory_sizes
         rng = np.random.default_rng(1)
         X = rng.uniform(0.0, 5.0, (n, 2))
@@ -345,21 +343,9 @@ class SolverConformance:
         X_query = rng.uniform(0.0, 5.0, (m, 2))
         gpr = GaussianProcessRegressor(C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1),
                                        solver=self.name, optimizer=None).fit(X, y)
-        checked, check = [], regressor.check_memory
-        monkeypatch.setattr(regressor, "check_memory",
-                            lambda needed, **kwargs: checked.append(needed) or check(
-                                needed, **kwargs))
-        for call in (lambda: gpr.predict(X_query, return_cov=True),
-                     lambda: gpr.sample_y(X_query, 3)):
-            checked.clear()
-            tracemalloc.start()
-            try:
-                call()
-                _, peak = tracemalloc.get_traced_memory()
-            finally:
-                tracemalloc.stop()
-            assert self.predict_memory_share * checked[0] <= peak <= checked[0], (
-                peak, checked)
+        assert_peaks_within_checked_estimates(
+            monkeypatch, [lambda: gpr.predict(X_query, return_cov=True),
+                          lambda: gpr.sample_y(X_query, 3)], self.predict_memory_share)
 
 
 class LowRankConformance:
