@@ -13,7 +13,7 @@ from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp import GaussianProcessRegressor
-from fastgp._fit.noise import neighbour_spacing, warn_noise_free_fit
+from fastgp._fit.noise import neighbour_pairs, warn_noise_free_fit
 
 NOISE_FREE = "has no noise term"
 
@@ -43,7 +43,7 @@ def test_noise_free_default_kernel_on_noisy_targets_is_told_once(solver):
     text = str(notices[0].message)
     assert notices[0].category is UserWarning and notices[0].filename == __file__
     assert "add a WhiteKernel" in text and "alpha to the noise variance" in text
-    assert "length scales away" in text
+    assert "correlation with its nearest neighbour is typically" in text
 
 
 @pytest.mark.parametrize("params", [
@@ -63,12 +63,16 @@ def test_noise_free_not_said_of_smooth_targets():
 
 
 def test_noise_free_the_length_scale_against_the_spacing():
-    # a grid of spacing 0.1: length scales below it warn, above it do not,
-    # per dimension (ARD) in the scaled inputs
+    # a grid of spacing 0.1 by 1.0: a point's nearest neighbour in the
+    # length-scaled inputs, and the kernel's correlation with it, against an
+    # RBF's at one length scale (exp(-1/2))
     grid = np.stack(np.meshgrid(np.arange(20) * 0.1, np.arange(20) * 1.0), -1).reshape(-1, 2)
-    assert neighbour_spacing(grid / [0.1, 1.0]) == pytest.approx(1.0)
+    points, neighbours = neighbour_pairs(grid / [0.1, 0.1])
+    assert len(points) == len(grid)
+    np.testing.assert_allclose(np.abs(grid[points] - grid[neighbours]).sum(axis=1), 0.1)
     nugget = np.full(len(grid), 1e-10)
-    with pytest.warns(UserWarning, match="typically 1.43 length scales away"):
+    # spacing / length scale = 1.43: correlation exp(-1.43^2 / 2) = 0.36
+    with pytest.warns(UserWarning, match="nearest neighbour is typically 0.36 under it"):
         warn_noise_free_fit(RBF([0.07, 0.7]), grid, nugget)
     with pytest.warns(UserWarning, match=NOISE_FREE):
         warn_noise_free_fit(C(2.0) * Matern(0.05), grid, nugget)
@@ -78,3 +82,24 @@ def test_noise_free_the_length_scale_against_the_spacing():
         warn_noise_free_fit(RBF(0.05), grid, np.full(len(grid), 1e-3))  # alpha: noise
         warn_noise_free_fit(RBF(0.05) + WhiteKernel(1e-3), grid, nugget)
         warn_noise_free_fit(RBF(0.05), np.zeros((5, 2)), nugget[:5])  # no spacing
+        # a short-range part that is a small share of the variance beside a
+        # smooth one (R&W's correlated noise beside the Mauna Loa trend)
+        warn_noise_free_fit(C(50.0**2) * RBF(50.0) + C(0.3**2) * RBF(0.01), grid, nugget)
+
+
+def test_noise_free_the_weekly_co2_demo_is_not_warned():
+    # python -m fastgp's kernel (fastgp.cli.weekly_co2_kernel) at its fitted
+    # point: the noise is a 4-day RBF term, the rest smooth
+    from sklearn.gaussian_process.kernels import ExpSineSquared, RationalQuadratic
+
+    from fastgp.datasets import load_mauna_loa_co2
+
+    X, _ = load_mauna_loa_co2()
+    fitted = (48.1**2 * RBF(54.4) + 2.58**2 * RBF(132) * ExpSineSquared(1.35, 1.0)
+              + 6.93**2 * RationalQuadratic(alpha=0.000791, length_scale=4.91)
+              + 0.341**2 * RBF(0.012))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_noise_free_fit(fitted, X, np.full(len(X), 1e-10))
+    with pytest.warns(UserWarning, match=NOISE_FREE):  # the noise part alone
+        warn_noise_free_fit(0.341**2 * RBF(0.012), X, np.full(len(X), 1e-10))
