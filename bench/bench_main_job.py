@@ -6,7 +6,7 @@ same bits quiet and beside a competing process?
 
 Each run is a fresh process that fits the main job's model to the main
 job's data, as ``python -m fastgp`` does (fastgp.cli: the kernel of
-``mauna_loa_kernel()``, L-BFGS-B, y centred), and prints the log marginal
+``weekly_co2_kernel()``, L-BFGS-B, y centred), and prints the log marginal
 likelihood, the fitted theta (as exact hex floats), the iteration and
 evaluation counts and the fit's wall time. The busy runs start beside the
 competitor of bench/bench_busy_machine.py (a 2-thread OpenBLAS loop of
@@ -31,7 +31,7 @@ from .bench_busy_machine import start_competitor
 FIT = r"""
 import json, sys, time, warnings
 from fastgp import GaussianProcessRegressor
-from fastgp.cli import mauna_loa_kernel
+from fastgp.cli import weekly_co2_kernel
 from fastgp.datasets import load_mauna_loa_co2
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "all" else None
@@ -40,7 +40,7 @@ if n is not None:
     X, y = X[:n], y[:n]
 warnings.simplefilter("ignore")
 start = time.perf_counter()
-gpr = GaussianProcessRegressor(mauna_loa_kernel()).fit(X, y - y.mean())
+gpr = GaussianProcessRegressor(weekly_co2_kernel()).fit(X, y - y.mean())
 print(json.dumps({"lml": float(gpr.log_marginal_likelihood_value_).hex(),
                   "lml_value": float(gpr.log_marginal_likelihood_value_),
                   "theta": [float(t).hex() for t in gpr.kernel_.theta],

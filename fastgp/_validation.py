@@ -6,9 +6,12 @@ inside Numba or LAPACK and not NaN returned in silence.
 non-numeric input, 3-D input and a feature count at predict that differs from
 fit's. What it leaves to the estimator: the ``alpha`` array (finite, not
 negative), kernel hyperparameters that are not finite (``RBF(0)`` has
-theta = -inf) and bounds without a usable logarithm (a negative bound; 0 or
-inf where restarts need finite ones), each named, targets so large that their moments overflow, and results that
-come out non-finite anyway.
+theta = -inf), fixed ones that are negative (``C(-1.0, "fixed")``) and
+bounds without a usable logarithm (a negative bound; 0 or inf where restarts
+need finite ones), each named, a table's columns that are not numbers (named,
+where ``validate_data`` says only "could not convert string to float"), a
+latent dimension above the features' count, targets so large that their
+moments overflow, and results that come out non-finite anyway.
 
 It is also fastgp's one door to scikit-learn's private names. fastgp uses
 scikit-learn's public API wherever there is one (``validate_data``,
@@ -45,6 +48,8 @@ __all__ = [
     "warn_at_bounds",
     "diagonal_addition",
     "check_kernel_hyperparameters",
+    "check_numeric_columns",
+    "check_latent_dimension",
     "kernel_log_bounds",
     "target_moments",
     "nonzero_scale",
@@ -167,6 +172,15 @@ def check_kernel_hyperparameters(kernel, n_restarts=0):
             f"positive: {_bad_values(kernel, theta)}. Length scales, constants, "
             "noise levels, periodicities and alphas must be positive and finite "
             "(they are optimised in log space).")
+    fixed = _named_values(kernel, fixed=True, bad=lambda v: not (np.isfinite(v) and v >= 0))
+    if fixed:
+        raise ValueError(
+            f"The kernel has fixed hyperparameters that are negative or not finite: "
+            f"{fixed}. A ConstantKernel's constant_value and a WhiteKernel's "
+            "noise_level are variances, and length scales, periodicities and alphas "
+            "are positive: with a negative value the kernel matrix is not a covariance "
+            "(not positive definite). Give a positive value; fixed bounds keep it out "
+            "of the optimisation.")
     bounds = kernel_log_bounds(kernel)
     for name, lower, upper, log_lower, log_upper in _bound_rows(kernel, bounds):
         problem = _bound_problem(lower, upper, log_lower, log_upper, n_restarts)
@@ -254,22 +268,84 @@ def _bad_values(kernel, theta):
     """The free hyperparameters whose log is not finite, named with the
     values as given ("k2__length_scale = 0"), or theta itself where the
     kernel's parameters do not say."""
+    named = _named_values(kernel, fixed=False, bad=lambda v: not (np.isfinite(v) and v > 0))
+    return named or f"log-space theta = {theta}"
+
+
+def _named_values(kernel, fixed, bad):
+    """The hyperparameters (the fixed ones, or the free ones) whose value
+    ``bad(value)`` is true, named with the values as given
+    ("k2__length_scale = 0", ``[i]`` for one element of a vector), joined
+    by commas; "" where none is, or the kernel's parameters do not say."""
     try:
         params = kernel.get_params(deep=True)
         named = []
         for h in kernel.hyperparameters:
-            if h.fixed:
+            if bool(h.fixed) != fixed:
                 continue
             values = np.atleast_1d(np.asarray(params[h.name], dtype=np.float64))
             for i, value in enumerate(values):
-                if not (np.isfinite(value) and value > 0):
+                if bad(value):
                     name = h.name if values.size == 1 else f"{h.name}[{i}]"
                     named.append(f"{name} = {_number(value)}")
-        if named:
-            return ", ".join(named)
+        return ", ".join(named)
     except (KeyError, TypeError, ValueError, AttributeError):
-        pass
-    return f"log-space theta = {theta}"
+        return ""
+
+
+def check_numeric_columns(X, name="X"):
+    """Raise a ValueError that names the columns of a table (a pandas
+    DataFrame, or a Series) that are not numbers: text, or categories that
+    are not numbers. scikit-learn's ``validate_data`` says only "could not
+    convert string to float: 'y'", without the column. Anything that is not
+    a table is left to ``validate_data``.
+
+    Parameters
+    ----------
+    X : array-like
+        The estimator's input, as the user gave it.
+    name : str
+        What the message calls it ("X", "y").
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(dtypes, "items"):
+        dtype = getattr(X, "dtype", None)
+        if dtype is None or not hasattr(X, "name") or not hasattr(X, "index"):
+            return  # an array or a list: validate_data's
+        dtypes = {X.name: dtype}
+    bad = [f"{column!r} ({dtype})" for column, dtype in dtypes.items()
+           if not _numeric_dtype(dtype)]
+    if bad:
+        raise ValueError(
+            f"{name} has columns that are not numbers: {', '.join(bad)}. A Gaussian "
+            "process's kernel measures distances between numbers: encode them "
+            "(scikit-learn's OneHotEncoder or OrdinalEncoder, in a ColumnTransformer "
+            "of a Pipeline) or drop them.")
+
+
+def _numeric_dtype(dtype):
+    """Whether a column of ``dtype`` (NumPy's or a pandas extension dtype)
+    holds numbers (booleans included), or categories that are numbers."""
+    categories = getattr(dtype, "categories", None)
+    if categories is not None:  # pandas' CategoricalDtype
+        return _numeric_dtype(categories.dtype)
+    kind = getattr(dtype, "kind", "O")
+    return kind in "biuf"
+
+
+def check_latent_dimension(n_components, n_features):
+    """Raise a ValueError where a latent space (the GPLVM's) would have
+    more dimensions than the data have features, as scikit-learn's PCA
+    does: a dimensionality reduction to more dimensions than there are has
+    latent directions the data do not determine (the likelihood is flat
+    along them, and the optimiser runs to its iteration limit), and the PCA
+    start has only ``n_features`` components."""
+    if n_components > n_features:
+        raise ValueError(
+            f"n_components={n_components} is more than the data's n_features="
+            f"{n_features}: the GPLVM reduces the data's dimension, and latent "
+            "dimensions beyond the features' count are not determined by the data (the "
+            f"fit would run to max_iter). Use n_components <= {n_features}.")
 
 
 def _number(value):

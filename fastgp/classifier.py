@@ -38,6 +38,7 @@ from ._validation import (
     StrOptions,
     check_finite_result,
     check_kernel_hyperparameters,
+    check_numeric_columns,
     fit_context,
     warn_at_bounds,
 )
@@ -441,6 +442,7 @@ class GaussianProcessClassifier(_SklearnGPC):
             if isinstance(self.kernel, CompoundKernel):
                 raise ValueError("kernel cannot be a CompoundKernel")
             if self.kernel is None or self.kernel.requires_vector_input:
+                check_numeric_columns(X)  # names a table's text column
                 X, y = validate_data(self, X, y, multi_output=False, ensure_2d=True,
                                      dtype="numeric")
             else:

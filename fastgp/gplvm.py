@@ -19,7 +19,7 @@ from sklearn.utils import check_array, check_random_state
 from sklearn.utils.extmath import svd_flip
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._fit.clock import FitDescription
+from ._fit.clock import LATENT_EVALUATIONS, FitDescription
 from ._fit.session import FitSession
 from ._optimize.rows import minimize_rows
 from ._solvers.base import FactorTexts
@@ -29,6 +29,8 @@ from ._validation import (
     Interval,
     StrOptions,
     check_kernel_hyperparameters,
+    check_latent_dimension,
+    check_numeric_columns,
     fit_context,
     nonzero_scale,
 )
@@ -250,9 +252,11 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         # every fitted attribute is published at once, at the end: a fit that
         # raises leaves a previously fitted estimator as it was
         with FitSession(self, "Fitting GPLVM") as session:
+            check_numeric_columns(X)  # names a table's text column
             Y = validate_data(self, host_input(X), dtype=np.float64, ensure_min_samples=2)
             n_samples, n_features = Y.shape
             Q = self.n_components
+            check_latent_dimension(Q, n_features)
             mean = Y.mean(axis=0)
             scale = (nonzero_scale(Y.std(axis=0)) if self.standardize
                      else np.ones(n_features))
@@ -280,7 +284,7 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                                   f"(now {self.tol:g})"),
                     description=FitDescription(
                         f"N = {n_samples:,} points, {Q} latent dimensions, "
-                        f"{n_features} features"),
+                        f"{n_features} features", evaluations=LATENT_EVALUATIONS),
                     context=solver.evaluation_context)
                 z, n_iter = best.theta, best.n_iterations
                 if kernel.n_dims > 0:

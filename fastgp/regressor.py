@@ -19,6 +19,7 @@ from sklearn.utils.validation import validate_data
 
 from ._backend.covariance import make_covariance
 from ._fit.likelihood import check_evaluation_memory, evaluate_likelihood, likelihood_request
+from ._fit.noise import warn_noise_free_fit
 from ._fit.session import FitSession
 from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem
 from ._solvers.choice import choose_solver, fit_description, fit_remedies
@@ -29,6 +30,7 @@ from ._validation import (
     StrOptions,
     check_finite_result,
     check_kernel_hyperparameters,
+    check_numeric_columns,
     count_samples,
     diagonal_addition,
     fit_context,
@@ -325,6 +327,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         vector_input = kernel is None or kernel.requires_vector_input
         X, y = host_input(X), (y if y is _NO_TARGETS else host_input(y))
         dtype, ensure_2d = ("numeric", True) if vector_input else (None, False)
+        if vector_input:
+            check_numeric_columns(X)  # names a table's text column
         if y is _NO_TARGETS:
             X = validate_data(self, X, ensure_2d=ensure_2d, dtype=dtype, reset=reset)
         else:
@@ -426,6 +430,7 @@ class GaussianProcessRegressor(_SklearnGPR):
                         n_iter = best.n_iterations
                 if math.isfinite(best.value):
                     warn_at_bounds(kernel)
+                    warn_noise_free_fit(kernel, X_train, diag_add)
 
             # Alg. 2.1 lines 2-3: the kept model at the chosen theta
             kept = session.finalise(solver.final, objective, kernel.theta,
@@ -616,7 +621,8 @@ class GaussianProcessRegressor(_SklearnGPR):
                         "variances are enough (its memory is bounded whatever m)",
                         "use a machine with more memory"]
         else:
-            needed = sample_y_bytes(n_train, m, t, n_draws)
+            needed = sample_y_bytes(n_train, m, t, n_draws, None if solver is None
+                                    else solver.predict_cov_bytes(n_train, m, t))
             operation = "sample_y"
             remedies = [fewer + "; draws on separate calls are not jointly "
                         "distributed, so split only where the joint draw does not matter",
@@ -640,9 +646,10 @@ class GaussianProcessRegressor(_SklearnGPR):
     def sample_y(self, X, n_samples=1, random_state=0):
         """Draw samples from the Gaussian process and evaluate them at X.
 
-        As scikit-learn's ``sample_y`` (the same draws for the same
-        ``random_state``), after checking that the joint covariance and its
-        SVD fit in memory.
+        scikit-learn's ``sample_y`` on fastgp's predictive mean and
+        covariance, after checking that the joint covariance and its SVD fit
+        in memory: for the same ``random_state`` the same draws as
+        scikit-learn's up to the SVD's choice of signs (docs/differences.md).
 
         Parameters
         ----------
@@ -659,7 +666,8 @@ class GaussianProcessRegressor(_SklearnGPR):
             The draws, jointly distributed over the query points.
         """
         n_train = len(self.alpha_) if hasattr(self, "alpha_") else 0
-        self._check_predict_memory(X, n_train=n_train, n_draws=n_samples)
+        self._check_predict_memory(X, n_train=n_train, n_draws=n_samples,
+                                   solver=self._solver() if n_train else None)
         return super().sample_y(X, n_samples=n_samples, random_state=random_state)
 
     def _unnormalize_mean(self, mean):

@@ -26,6 +26,7 @@ import pytest
 from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
+from conftest import assert_peaks_within_checked_estimates
 from fastgp import GaussianProcessRegressor
 from fastgp._backend.covariance import make_covariance
 from fastgp._engine.interpreter import TILE
@@ -148,6 +149,11 @@ class SolverConformance:
     #: a fit there must reach (measured shares: docs/testing.md)
     memory_n = 1500
     memory_share = 0.5
+    #: training samples and query points of the joint prediction's memory
+    #: check, and the least share of the checked estimate its peak must
+    #: reach (measured shares: docs/testing.md)
+    predict_memory_sizes = (1500, 300)
+    predict_memory_share = 0.5
 
     #: training size, estimator parameters (None: ``params``) and cluster
     #: size (None: none, else :func:`clustered`) under which the solver is
@@ -323,6 +329,24 @@ class SolverConformance:
         estimate = make_solver(self.name, gpr.get_params(deep=False)).fit_bytes(
             Problem(n, 2, 1, kernel.n_dims, True))
         assert self.memory_share * estimate <= peak <= estimate, (peak, estimate)
+
+
+    def test_conformance_joint_prediction_memory_estimates_bound_measured_peaks(
+            self, monkeypatch):
+        # predict(return_cov=True) and sample_y check an estimate against the
+        # memory available before they allocate (sample_y's own check comes
+        # first): the peak of each must lie below the estimate so checked,
+        # and not far below it
+        n, m = self.predict_memory_sizes
+        rng = np.random.default_rng(1)
+        X = rng.uniform(0.0, 5.0, (n, 2))
+        y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+        X_query = rng.uniform(0.0, 5.0, (m, 2))
+        gpr = GaussianProcessRegressor(C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(0.1),
+                                       solver=self.name, optimizer=None).fit(X, y)
+        assert_peaks_within_checked_estimates(
+            monkeypatch, [lambda: gpr.predict(X_query, return_cov=True),
+                          lambda: gpr.sample_y(X_query, 3)], self.predict_memory_share)
 
 
 class LowRankConformance:

@@ -285,6 +285,30 @@ def rng():
     return np.random.default_rng(20261129)
 
 
+def assert_peaks_within_checked_estimates(monkeypatch, calls, share):
+    """Each of ``calls`` (callables: a prediction of the regressor) peaks,
+    as tracemalloc measures it, at most at the estimate that the
+    regressor's first memory check of the call compared with the memory
+    available (fastgp.regressor.check_memory), and at least at ``share``
+    of it."""
+    import tracemalloc
+
+    import fastgp.regressor as regressor
+
+    checked, check = [], regressor.check_memory
+    monkeypatch.setattr(regressor, "check_memory", lambda needed, **kwargs:
+                        checked.append(needed) or check(needed, **kwargs))
+    for call in calls:
+        checked.clear()
+        tracemalloc.start()
+        try:
+            call()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert share * checked[0] <= peak <= checked[0], (peak, checked)
+
+
 def make_problem(rng, n_samples=40, n_targets=None, n_features=N_FEATURES):
     """Inputs spread over a few length scales and smooth noisy targets.
 

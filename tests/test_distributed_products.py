@@ -79,6 +79,7 @@ def test_worker_products_give_the_in_process_bits_and_send_the_inputs_once(backe
     V, P, Q, Xq = _operands(n)
     alpha = np.full(n, 1e-3)
     products = dp.WorkerProducts(backend, block_rows=64, always=True)
+    sent = workers.calls_sent()
     with joblib.parallel_config(backend="threading", n_jobs=2):
         got = products.matmat(theta, V, diag_add=alpha)
         # K V's tasks: groups of the symmetric product's row blocks (two at
@@ -99,6 +100,8 @@ def test_worker_products_give_the_in_process_bits_and_send_the_inputs_once(backe
         traffic = products.traffic
         assert traffic.inputs_sent == kv_tasks and traffic.resent == 0  # the first product's
         assert traffic.calls == 6 and traffic.tasks == 2 * kv_tasks + 3 * 5 + 2
+        # what a fit's clock reads to leave the workers' start out
+        assert workers.calls_sent() == sent + traffic.calls
         # per row product: V to every task, K V's rows back
         assert traffic.bytes_back >= 4 * V.nbytes
         # a worker process that lost the inputs (restarted) gets them again

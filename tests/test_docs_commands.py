@@ -45,3 +45,23 @@ def test_docs_commands_work_from_a_fresh_clone(path):
 def test_docs_reliability_gives_the_test_command_from_the_repository_root():
     assert "python -m pytest tests/test_reliability_*.py -q" in \
         (ROOT / "docs" / "reliability.md").read_text()
+
+
+def test_docs_intersphinx_reads_local_inventories_and_the_web_only_when_asked(tmp_path):
+    # CI builds the site offline with -W: an inventory fetched from the web
+    # would fail the build there (docs/conf.py)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_conf", ROOT / "docs" / "conf.py")
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    sites = conf.INTERSPHINX_SITES
+    assert set(sites) == {"sklearn", "numpy", "scipy"}
+    assert conf.intersphinx_inventories(tmp_path, online=False) == {}
+    (tmp_path / "_intersphinx").mkdir()
+    (tmp_path / "_intersphinx" / "numpy.inv").write_bytes(b"")
+    offline = conf.intersphinx_inventories(tmp_path, online=False)
+    assert offline == {"numpy": (sites["numpy"], str(tmp_path / "_intersphinx" / "numpy.inv"))}
+    online = conf.intersphinx_inventories(tmp_path, online=True)
+    assert online["sklearn"] == (sites["sklearn"], None) and online["numpy"] == offline["numpy"]
+    assert "sphinx.ext.intersphinx" in conf.extensions

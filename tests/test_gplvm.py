@@ -166,7 +166,8 @@ def test_default_kernel_follows_the_scale_of_the_data():
 def test_tiny_data_and_constant_columns(n_samples):
     rng = np.random.default_rng(0)
     Y = np.column_stack([rng.standard_normal(n_samples), np.full(n_samples, 3.0)])
-    gplvm = GPLVM(n_components=3, max_iter=20, random_state=0).fit(Y)
+    # two latent dimensions for data of rank one (the second column constant)
+    gplvm = GPLVM(n_components=2, max_iter=20, random_state=0).fit(Y)
     assert np.all(np.isfinite(gplvm.embedding_))
     assert np.isfinite(gplvm.log_marginal_likelihood_value_)
     assert np.all(np.isfinite(gplvm.transform(Y + 0.1)))
@@ -376,3 +377,13 @@ def test_row_bfgs_spends_no_iteration_on_rows_it_cannot_or_need_not_move():
     assert n_iter[0] > 0
     np.testing.assert_array_equal(X[1:], X0[1:])
     assert n_iter[1] == 0 and n_iter[2] == 0
+
+
+def test_gplvm_more_latent_dimensions_than_features_is_refused():
+    # as scikit-learn's PCA: a latent dimension the data do not determine
+    # left the optimiser on a flat direction until max_iter
+    Y = np.random.default_rng(0).standard_normal((20, 2))
+    with pytest.raises(ValueError, match=r"n_components=5 is more than the data's "
+                                         r"n_features=2: .* Use n_components <= 2\."):
+        GPLVM(n_components=5).fit(Y)
+    assert GPLVM(n_components=2, max_iter=3).fit(Y).embedding_.shape == (20, 2)

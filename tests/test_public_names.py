@@ -117,3 +117,11 @@ def test_public_api_rst_lists_every_warning_and_error():
 
 def test_public_names_of_the_top_level_are_documented():
     assert set(fastgp.__all__) - {"__version__", "NumbaCacheWarning"} <= _api_rst_names("fastgp")
+
+
+
+def test_public_names_of_the_datasets_are_all_on_the_api_page():
+    # a loader added without its entry has no page (the Heaton one had none)
+    from fastgp import datasets
+
+    assert _api_rst_names("fastgp.datasets") == set(datasets.__all__)

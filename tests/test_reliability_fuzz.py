@@ -137,6 +137,8 @@ INVALID_MESSAGES = {
     "non-finite y": r"NaN|infinity|not finite",
     "bad alpha": r"alpha must be|'alpha' parameter",
     "ARD length scales != features": r"same number of dimensions|length.?scale",
+    "more latent dimensions than features": r"n_components=\d+ is more than the data's "
+                                            r"n_features=\d+",
 }
 #: What extreme (finite, huge) values may make a fit or a prediction raise.
 EXTREME_MESSAGES = r"overflow|not finite|[Rr]escale|positive definite"
@@ -294,8 +296,8 @@ def test_fuzz_regressor_prior_predict(Xq, make_kernel, want_std):
 MIN_GPLVM_ORDINARY_FITTED = 0.8
 
 
-def _classify_gplvm(Y):
-    """As _classify_fit, for GPLVM.fit(Y)."""
+def _classify_gplvm(Y, n_components):
+    """As _classify_fit, for GPLVM(n_components).fit(Y)."""
     patterns = []
     if Y.shape[0] == 0:
         patterns.append(INVALID_MESSAGES["no samples"])
@@ -305,6 +307,8 @@ def _classify_gplvm(Y):
         patterns.append(INVALID_MESSAGES["no features"])
     if not np.all(np.isfinite(Y)):
         patterns.append(INVALID_MESSAGES["non-finite X"])
+    if n_components > Y.shape[1]:
+        patterns.append(INVALID_MESSAGES["more latent dimensions than features"])
     if patterns:
         return "invalid", "|".join(patterns)
     if np.max(np.abs(Y)) > ORDINARY_BOUND:
@@ -324,7 +328,7 @@ def test_fuzz_gplvm_fit_transform():
         Y = data.draw(arrays(np.float64, (n, d), elements=elements))
         model = GPLVM(n_components=q, max_iter=5, random_state=0,
                       init=data.draw(st.sampled_from(["pca", "random"])))
-        kind, pattern = _classify_gplvm(Y)
+        kind, pattern = _classify_gplvm(Y, q)
         fitted = expect(kind, pattern, model.fit, Y) is not None
         counts[kind, fitted] += 1
         if not fitted:

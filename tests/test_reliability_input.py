@@ -101,6 +101,54 @@ def test_input_fit_rejects_non_finite_hyperparameters(kernel):
             GaussianProcessRegressor(kernel).fit(X, y)
 
 
+@pytest.mark.parametrize("estimator", ["regressor", "classifier", "gplvm"])
+def test_input_fit_names_a_negative_fixed_constant(estimator):
+    # a fixed hyperparameter is not in theta, so its log is never taken: a
+    # negative one made an indefinite matrix and a NaN LinAlgError
+    from fastgp import GPLVM, GaussianProcessClassifier
+
+    X, y = _data()
+    kernel = C(-1.0, "fixed") * RBF()
+    fit = {"regressor": lambda: GaussianProcessRegressor(kernel).fit(X, y),
+           "classifier": lambda: GaussianProcessClassifier(kernel).fit(X, y > y.mean()),
+           "gplvm": lambda: GPLVM(n_components=1, kernel=kernel).fit(
+               np.column_stack([X[:, 0], y]))}[estimator]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the repr's sqrt(-1)
+        with pytest.raises(ValueError, match=r"fixed hyperparameters that are negative or "
+                                             r"not finite: k1__constant_value = -1\. "):
+            fit()
+    # zero is a fixed value scikit-learn users give (no noise): accepted
+    GaussianProcessRegressor(C(1.0) * RBF() + WhiteKernel(0.0, "fixed"), alpha=1e-2).fit(X, y)
+
+
+@pytest.mark.parametrize("column", ["text", "category", "string"])
+@pytest.mark.parametrize("estimator", ["regressor", "classifier", "gplvm", "predict"])
+def test_input_a_tables_column_that_is_not_numbers_is_named(column, estimator):
+    # scikit-learn's message is "could not convert string to float: 'y'"
+    pd = pytest.importorskip("pandas")
+    from fastgp import GPLVM, GaussianProcessClassifier
+
+    X, y = _data()
+    words = ["x", "y"] * (len(y) // 2) + ["x"] * (len(y) % 2)
+    table = pd.DataFrame({"a": X[:, 0], "colour": {
+        "text": words, "category": pd.Categorical(words),
+        "string": pd.Series(words, dtype="string")}[column]})
+    fitted = GaussianProcessRegressor(_kernel()).fit(np.column_stack([X[:, 0], y]), y)
+    call = {"regressor": lambda: GaussianProcessRegressor(_kernel()).fit(table, y),
+            "classifier": lambda: GaussianProcessClassifier().fit(table, y > y.mean()),
+            "gplvm": lambda: GPLVM(n_components=1).fit(table),
+            "predict": lambda: fitted.predict(table)}[estimator]
+    with pytest.raises(ValueError, match=r"X has columns that are not numbers: 'colour' "):
+        call()
+    # numbers, booleans and numeric categories are numbers
+    numbers = pd.DataFrame({"a": X[:, 0], "flag": X[:, 1] > 0.5,
+                            "level": pd.Categorical((X[:, 1] > 0.5).astype(int))})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        GaussianProcessRegressor(_kernel()).fit(numbers, y)
+
+
 def test_input_one_sample_fits_like_sklearn():
     X, y = np.array([[0.3, -1.0]]), np.array([2.0])
     for normalize_y in (False, True):

@@ -5,8 +5,10 @@ ignored; no symbolic link is followed; a directory that is not the user's
 own is not trusted. Each time the fit falls back to its own view of the
 memory with one MemoryLedgerWarning, and nothing raises into the fit."""
 
+import fcntl
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -139,18 +141,125 @@ def test_ledger_symlinked_lock_file_is_not_followed(shared, tmp_path):
     assert target.read_text() == "untouched"
 
 
-def test_ledger_symlinked_entry_is_not_read(shared, tmp_path):
-    target = tmp_path / "secret.json"
-    target.write_text(json.dumps({"pid": 1, "bytes": 5, "operation": "x",
-                                  "resident": None, "created": 0.0, "kept": False}))
-    os.symlink(target, shared / "1-link.json")
-    reservation = ledger.reserve(10**6, **BUDGET)
+class _FakeTime:
+    """Stands in for the ledger's ``time`` module: ``monotonic`` reads a
+    clock that only ``sleep`` moves, so a wait's length is counted in the
+    seconds the code asked to sleep, whatever the machine's speed."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.slept = 0.0
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.slept += seconds
+
+
+@pytest.mark.parametrize("setting, seconds", [("2", 2.0), ("0.25", 0.25),
+                                              (None, ledger_files.DEFAULT_LOCK_TIMEOUT)])
+def test_ledger_lock_timeout_is_the_setting_in_seconds_on_a_fake_clock(
+        shared, monkeypatch, setting, seconds):
+    # the ledger's lock held through another open file of this process (flock
+    # locks belong to the open file, so this one's attempts fail as another
+    # process's would); the reservation gives up after the timeout, read in
+    # seconds, and not much later: its retries pause at most 50 ms each
+    if setting is None:
+        monkeypatch.delenv(ledger.LOCK_TIMEOUT_ENV)
+    else:
+        monkeypatch.setenv(ledger.LOCK_TIMEOUT_ENV, setting)
+    clock = _FakeTime()
+    monkeypatch.setattr(ledger_files, "time", clock)
+    fd = os.open(shared / ".lock", os.O_RDONLY | os.O_CREAT, 0o666)
     try:
-        assert reservation.nbytes == 10**6
-        assert "pid 1 " not in ledger.budget_reading().source
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with pytest.warns(MemoryLedgerWarning, match=f"more than {seconds:g} s"):
+            reservation = ledger.reserve(10**6, **BUDGET)
     finally:
-        reservation.release()
-    assert target.exists()  # not reclaimed through the link either
+        os.close(fd)
+    assert reservation.nbytes == 0  # no ledger: the process's own view
+    assert seconds <= clock.slept <= seconds + 0.05
+
+
+def _stat_of_another_user(monkeypatch, path, uid=65534):
+    """``os.stat``, ``os.lstat`` and ``os.fstat`` report ``path``'s file as
+    owned by ``uid``: another user's file, without root to chown it (the
+    ledger reads an owner only through these)."""
+    inode = os.lstat(path).st_ino
+    real_fstat, real_stat, real_lstat = os.fstat, os.stat, os.lstat
+
+    def owned(info):
+        if info.st_ino != inode:
+            return info
+        fields = list(info[:10])
+        fields[4] = uid  # st_uid
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(os, "fstat", lambda fd: owned(real_fstat(fd)))
+    monkeypatch.setattr(os, "stat", lambda *a, **k: owned(real_stat(*a, **k)))
+    monkeypatch.setattr(os, "lstat", lambda *a, **k: owned(real_lstat(*a, **k)))
+
+
+def _live_entry(path, nbytes, pid=1):
+    """A well-formed reservation of ``nbytes`` at ``path``, kept alive by an
+    exclusive lock on another open file of this process; returns that
+    file's descriptor (closing it ends the reservation)."""
+    path.write_text(json.dumps({"pid": pid, "bytes": nbytes, "operation": "x",
+                                "resident": None, "created": 0.0, "kept": False}))
+    fd = os.open(path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+@pytest.mark.parametrize("kind", ["shared", "private"])
+def test_ledger_another_users_live_entry_counts_in_a_shared_ledger_only(
+        kind, tmp_path, monkeypatch):
+    # a team's shared ledger is trusted: a member's reservation counts; in
+    # the private ledger another user's entry is ignored, with a warning
+    limit = 100 * 2**20
+    monkeypatch.setenv(ledger.LIMIT_ENV, str(limit))
+    monkeypatch.setenv(ledger.LOCK_TIMEOUT_ENV, "0.3")
+    if kind == "shared":
+        directory = tmp_path / "ledger"
+        directory.mkdir()
+        monkeypatch.setenv(ledger.LEDGER_ENV, str(directory))
+    else:
+        monkeypatch.delenv(ledger.LEDGER_ENV, raising=False)
+        monkeypatch.setattr(ledger_files.tempfile, "gettempdir", lambda: str(tmp_path))
+        directory = pathlib.Path(ledger.ledger_dir())
+    entry = directory / "1-other.json"
+    fd = _live_entry(entry, 30 * 2**20)
+    try:
+        _stat_of_another_user(monkeypatch, entry)
+        if kind == "shared":
+            assert ledger.budget_reading().available == limit - 30 * 2**20
+            assert "pid 1 " in ledger.budget_reading().source
+        else:
+            with pytest.warns(MemoryLedgerWarning, match="belongs to uid 65534"):
+                assert ledger.budget_reading().available == limit
+    finally:
+        os.close(fd)
+
+
+def test_ledger_live_symlinked_entry_is_not_followed(shared, tmp_path, monkeypatch):
+    # the link's target is a live reservation (locked), so a reader that
+    # followed the link would count its 90 MB and refuse a 20 MB one
+    monkeypatch.setenv(ledger.LIMIT_ENV, str(100 * 2**20))
+    target = tmp_path / "elsewhere.json"
+    fd = _live_entry(target, 90 * 2**20)
+    try:
+        os.symlink(target, shared / "1-link.json")
+        assert ledger.budget_reading().available == 100 * 2**20
+        reservation = ledger.reserve(20 * 2**20, timeout=0, **BUDGET)
+        try:
+            assert reservation.nbytes == 20 * 2**20
+        finally:
+            reservation.release()
+    finally:
+        os.close(fd)
+    assert target.exists()
 
 
 def test_ledger_private_by_default(private):
@@ -181,34 +290,12 @@ def test_ledger_default_directory_open_to_others_is_refused(private):
     assert reservation.nbytes == 0 and list(private.iterdir()) == []
 
 
-@pytest.mark.skipif(os.getuid() != 0, reason="making a directory another user's "
-                    "needs root (the mode and symlink tests above cover the rest)")
-def test_ledger_default_directory_owned_by_another_user_is_refused(private):
+def test_ledger_default_directory_owned_by_another_user_is_refused(private, monkeypatch):
     private.mkdir(mode=0o700)
-    os.chown(private, 65534, 65534)
+    _stat_of_another_user(monkeypatch, private)
     with pytest.warns(MemoryLedgerWarning, match="owned by uid 65534"):
         reservation = ledger.reserve(10**6, **BUDGET)
     assert reservation.nbytes == 0
-
-
-@pytest.mark.skipif(os.getuid() != 0, reason="an entry of another user's needs root")
-def test_ledger_private_entry_of_another_user_is_ignored(private):
-    ledger.reserve(1, **BUDGET).release()  # make the directory
-    entry = private / "1-other.json"
-    entry.write_text(json.dumps({"pid": 1, "bytes": 5, "operation": "x",
-                                 "resident": None, "created": 0.0, "kept": False}))
-    os.chown(entry, 65534, 65534)
-    holder = _holder(f"""
-        fd = os.open({str(entry)!r}, os.O_RDONLY)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    """, "ready")
-    try:
-        with pytest.warns(MemoryLedgerWarning, match="belongs to uid 65534"):
-            reservation = ledger.reserve(10**6, **BUDGET)
-        reservation.release()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_ledger_shared_directory_writable_by_all_without_sticky_bit_is_refused(shared):

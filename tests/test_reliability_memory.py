@@ -14,6 +14,7 @@ from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 import fastgp.memory as memory
+from conftest import assert_peaks_within_checked_estimates
 from fastgp import GaussianProcessRegressor
 from fastgp.memory import MemoryReading, skip_memory_check
 from fastgp.exceptions import InsufficientMemoryError
@@ -288,6 +289,19 @@ def test_memory_predict_cov_estimate_bounds_what_predict_allocates():
     finally:
         tracemalloc.stop()
     assert peak <= memory.predict_cov_bytes(30, m, 2)
+
+
+@pytest.mark.parametrize("n_targets", [None, 2])
+def test_memory_the_priors_joint_prediction_and_draws_stay_below_their_estimates(
+        n_targets, monkeypatch):
+    # the unfitted prior's predict(return_cov=True) and sample_y (scikit-learn's
+    # code on k(X*, X*)) stay below the estimates the regressor checks first;
+    # the draws' SVD is most of it
+    prior = GaussianProcessRegressor(_kernel(), n_targets=n_targets)
+    Xq = np.random.default_rng(0).uniform(0.0, 5.0, (400, 2))
+    assert_peaks_within_checked_estimates(
+        monkeypatch, [lambda: prior.predict(Xq, return_cov=True),
+                      lambda: prior.sample_y(Xq, 3)], 0.3)
 
 
 # --------------------------------------------------------- reading the machine

@@ -6,29 +6,50 @@ fits").
 A fit's cost is its number of evaluations times the cost of one. The cost
 of one is measured: the first evaluation of the fit, less the time Numba
 spent compiling or loading compiled routines in it (Numba's
-``"numba:compiler_lock"`` event spans both), so that the first fit after an
-installation is not taken for a slow one. The number is not known before
-the optimiser ends; :func:`typical_evaluations` is what fits of that many
-hyperparameters took when measured.
+``"numba:compiler_lock"`` event spans both, in any thread of this process),
+so that the first fit after an installation is not taken for a slow one.
+Where the first evaluation sent work to joblib's workers (a cluster's,
+:mod:`fastgp._solvers.workers`), their processes compiled or loaded
+fastgp's routines and received the fit's inputs in it, which this process
+cannot time: the cost of one is then the second evaluation's, and the first
+is left out of the estimates. The number is not known before the optimiser
+ends; :func:`evaluation_range` is the range that fits of that many
+hyperparameters took when measured, and the notice and the time to go give
+that range, not one figure.
 """
 
 import math
 import time
 
-from .._engine.compile_time import compile_seconds
+from .._engine.compile_time import compile_seconds, compiling_seconds
 from .._solvers.base import FitDescription
+from .._solvers.workers import calls_sent
 from .._user_warnings import warn_user
 from ..exceptions import LongFitWarning
 
-__all__ = ["LONG_FIT_SECONDS", "FitDescription", "EvaluationClock",
-           "typical_evaluations", "format_seconds"]
+__all__ = ["LONG_FIT_SECONDS", "LATENT_EVALUATIONS", "FitDescription", "EvaluationClock", "compiling_seconds",
+           "typical_evaluations", "evaluation_range", "format_seconds", "format_span"]
 
-#: A fit estimated to take longer than this says so once (a LongFitWarning).
+#: A fit whose typical time exceeds this says so once (a LongFitWarning).
 LONG_FIT_SECONDS = 30.0
 
 #: Evaluations of SciPy's CG per L-BFGS-B evaluation on the same fits
 #: (bench/bench_optimizers.py: 67 against 27 at N = 500 on sin(3x)).
 CG_EVALUATIONS_FACTOR = 2.5
+
+#: The range of evaluations most fits take, as shares of the typical count
+#: (:func:`evaluation_range`).
+LOW_SHARE, HIGH_FACTOR = 0.6, 3.0
+
+
+#: (low, typical, high) evaluations of a GPLVM fit, whose free variables
+#: are mostly latent coordinates (their count says little of the
+#: evaluations). Measured with the defaults (L-BFGS-B, tol 1e-6,
+#: converged): scikit-learn's digits, 200 to 800 rows of 64 features,
+#: Q = 2: 150 to 233 evaluations; all 1,797: about 270 (40.5 s at 0.15 s
+#: each); standard normal Y of 200 to 600 rows: 316 (D = 12, Q = 2), 508
+#: (D = 5, Q = 2), 575 (D = 12, Q = 3) and 621 (D = 30, Q = 5).
+LATENT_EVALUATIONS = (150, 300, 700)
 
 
 def typical_evaluations(n_theta, optimizer="fmin_l_bfgs_b"):
@@ -47,6 +68,25 @@ def typical_evaluations(n_theta, optimizer="fmin_l_bfgs_b"):
     return int(math.ceil(typical * (CG_EVALUATIONS_FACTOR if optimizer == "CG" else 1)))
 
 
+def evaluation_range(n_theta, optimizer="fmin_l_bfgs_b"):
+    """(low, typical, high): the evaluations most fits of ``n_theta``
+    hyperparameters take, :data:`LOW_SHARE` and :data:`HIGH_FACTOR` times
+    :func:`typical_evaluations` around it.
+
+    The high end holds what the longest measured fits took: the 90th
+    percentiles above (at most 2.4 x the typical count), the Mauna Loa
+    kernel's 11 hyperparameters (184 to 188 evaluations, 2.85 x), and
+    Vecchia's fits, whose optimiser runs again after each relayout of the
+    neighbours (about 40 evaluations and the relayouts' time where 25 were
+    counted: fits of 58 to 83 s at 300,000 samples whose first evaluation
+    took 1.5 s). The low end: half the fits take fewer than the typical
+    count (the medians above), and a run started near its optimum fewer
+    still.
+    """
+    typical = typical_evaluations(n_theta, optimizer)
+    return max(1, int(LOW_SHARE * typical)), typical, int(HIGH_FACTOR * typical)
+
+
 def format_seconds(seconds):
     """A duration for people: ``0.41 s``, ``45 s``, ``3.2 min``, ``1.4 h``."""
     if seconds < 10:
@@ -56,6 +96,13 @@ def format_seconds(seconds):
     if seconds < 7200:
         return f"{seconds / 60:.2g} min"
     return f"{seconds / 3600:.2g} h"
+
+
+def format_span(low, high):
+    """A range of durations for people: ``38 s to 3.1 min``, or ``about
+    45 s`` where both ends read the same."""
+    low, high = format_seconds(low), format_seconds(high)
+    return f"about {low}" if low == high else f"{low} to {high}"
 
 
 class EvaluationClock:
@@ -68,13 +115,25 @@ class EvaluationClock:
     n_runs : int, optimiser runs (1 + restarts)
     optimizer : the optimiser ("fmin_l_bfgs_b", "CG" or a callable)
     description : FitDescription or None
-        None: no notice (the caller's fit says nothing of its time).
+        None: no notice (the caller's fit says nothing of its time). Its
+        ``evaluations`` (low, typical, high; L-BFGS-B's, and
+        :data:`CG_EVALUATIONS_FACTOR` times them for CG), where given,
+        replace :func:`evaluation_range`.
     max_time : float or None, the fit's time limit in seconds
     max_iter : int or None, each run's iteration limit: where it is below
-        the typical number of evaluations, the fit is expected to take
-        about that many (each iteration takes at least one evaluation)
+        the range's high end, the fit is expected to take at most about that
+        many evaluations (each iteration takes at least one)
     clock : callable returning seconds (``time.monotonic``'s clock, which
         :data:`fastgp._optimize.minimize.clock` also uses)
+
+    Attributes
+    ----------
+    low, typical, high : int, the evaluations of the whole fit (all runs)
+    seconds : float, the evaluations' time, compilation and the workers'
+        start left out; ``timed`` evaluations count in it
+    compile_seconds : float, Numba's, compiling or loading routines
+    warm_up : float or None, the first evaluation's time where it sent work
+        to joblib's workers (then left out of ``seconds``)
     """
 
     def __init__(self, n_theta, n_runs, optimizer, description=None, max_time=None,
@@ -86,26 +145,45 @@ class EvaluationClock:
         self.description = description
         self.optimizer = optimizer
         self.n_runs = int(n_runs)
-        typical = typical_evaluations(n_theta, optimizer)
-        self.capped = max_iter is not None and max_iter < typical
-        self.per_run = int(max_iter) if self.capped else typical
-        self.expected = self.per_run * self.n_runs
+        given = None if description is None else description.evaluations
+        if given is None:
+            low, typical, high = evaluation_range(n_theta, optimizer)
+        else:
+            scale = CG_EVALUATIONS_FACTOR if optimizer == "CG" else 1.0
+            low, typical, high = (int(math.ceil(e * scale)) for e in given)
+        self.max_iter = max_iter
+        # max_iter below the range's low end: the fit takes about that many
+        self.capped = max_iter is not None and max_iter < low
+        if max_iter is not None:
+            low, typical, high = (min(low, max_iter), min(typical, max_iter),
+                                  min(high, max_iter))
+        self.per_run = (low, typical, high)
+        self.low, self.typical, self.high = (e * self.n_runs for e in self.per_run)
         self.n_evaluations = 0
+        self.timed = 0
         self.seconds = 0.0  # evaluation time, compilation excluded
         self.compile_seconds = 0.0  # Numba's, compiling or loading routines
+        self.warm_up = None
         self.last = None
 
     def evaluate(self, function, *args):
-        """``function(*args)``, timed; after the fit's first evaluation, the
-        notice of a long fit."""
+        """``function(*args)``, timed; after the fit's first timed
+        evaluation, the notice of a long fit."""
         start = self.clock()
+        sent = calls_sent()
         with compile_seconds() as compiling:
             result = function(*args)
         self.compile_seconds += sum(compiling)
         self.last = max(0.0, self.clock() - start - sum(compiling))
-        self.seconds += self.last
         self.n_evaluations += 1
-        if self.n_evaluations == 1 and self.description is not None:
+        if self.n_evaluations == 1 and calls_sent() != sent:
+            # the workers' first tasks compiled or loaded fastgp's routines
+            # and received the inputs in their processes (module docstring)
+            self.warm_up = self.last
+            return result
+        self.seconds += self.last
+        self.timed += 1
+        if self.timed == 1 and self.description is not None:
             self._notice(self.last)
         return result
 
@@ -114,27 +192,49 @@ class EvaluationClock:
         """Whether the fit's deadline has passed."""
         return self.deadline is not None and self.clock() >= self.deadline
 
+    def _within_time(self, seconds):
+        return seconds if self.max_time is None else min(seconds, float(self.max_time))
+
     def estimated_total(self, per_evaluation):
         """Seconds of a typical fit at ``per_evaluation`` seconds each,
         within ``max_time``."""
-        total = per_evaluation * self.expected
-        return total if self.max_time is None else min(total, float(self.max_time))
+        return self._within_time(per_evaluation * self.typical)
+
+    def estimated_span(self, per_evaluation):
+        """(low, high) seconds of most fits at ``per_evaluation`` seconds
+        each (:attr:`low` and :attr:`high` evaluations), within
+        ``max_time``."""
+        return (self._within_time(per_evaluation * self.low),
+                self._within_time(per_evaluation * self.high))
 
     def _notice(self, seconds):
-        total = self.estimated_total(seconds)
-        if total <= LONG_FIT_SECONDS:
+        if self.estimated_total(seconds) <= LONG_FIT_SECONDS:
             return
         d = self.description
         name = {"fmin_l_bfgs_b": "an L-BFGS-B", "CG": "a CG"}.get(
             self.optimizer if isinstance(self.optimizer, str) else None, "a")
         runs = "" if self.n_runs == 1 else f" in each of its {self.n_runs} runs"
-        count = (f"stops after max_iter={self.per_run} iterations (at least as many "
-                 "evaluations)" if self.capped else
-                 f"typically takes about {self.per_run} evaluations")
-        text = (f"This fit may take about {format_seconds(total)}: its first evaluation "
-                f"of the objective and its gradient took {format_seconds(seconds)} "
-                f"({d.what}), and {name} fit {count}{runs}")
-        if self.max_time is not None and total >= float(self.max_time):
+        low, _, high = self.per_run
+        if self.capped:
+            count = (f"stops after max_iter={self.max_iter} iterations (at least as many "
+                     "evaluations)")
+        else:
+            count = f"typically takes {low} to {high} evaluations"
+            if self.max_iter is not None and self.max_iter == high:
+                count += f" (max_iter={self.max_iter} iterations at most)"
+        which = "first"
+        if self.warm_up is not None:
+            which = "second"
+            seconds_of = (f"; the first, {format_seconds(self.warm_up)}, included the "
+                          "joblib workers' start in their own processes, which this "
+                          "process cannot time")
+        else:
+            seconds_of = ""
+        span = format_span(*self.estimated_span(seconds))
+        text = (f"This fit may take {span}: its {which} evaluation of the objective and "
+                f"its gradient took {format_seconds(seconds)} ({d.what}{seconds_of}), and "
+                f"{name} fit {count}{runs}")
+        if self.max_time is not None and seconds * self.high >= float(self.max_time):
             text += f"; max_time={self.max_time:g} s stops it at its best point by then"
         text += "."
         if d.faster is not None and (d.faster_seconds is None
@@ -146,20 +246,25 @@ class EvaluationClock:
 
     def progress(self):
         """The suffix of a verbose fit's progress line: the last evaluation's
-        time, the time since the fit began and the estimated time to go."""
+        time, the time since the fit began and the estimated time to go
+        (the range of :attr:`low` to :attr:`high` evaluations)."""
         if self.last is None:
             return ""
         now = self.clock()
         elapsed = now - self.started
-        mean = self.seconds / self.n_evaluations
-        left = self.expected - self.n_evaluations
+        mean = self.seconds / self.timed if self.timed else self.last
+        left = self.high - self.n_evaluations
         if left > 0:
-            to_go = left * mean
+            soonest = max(0, self.low - self.n_evaluations) * mean
+            latest = left * mean
             if self.deadline is not None:
-                to_go = min(to_go, max(0.0, self.deadline - now))
-            eta = f"ETA ~{format_seconds(to_go)} (typical {self.expected} evaluations)"
+                remaining = max(0.0, self.deadline - now)
+                soonest, latest = min(soonest, remaining), min(latest, remaining)
+            span = (f"up to {format_seconds(latest)}" if soonest == 0.0
+                    else format_span(soonest, latest).replace("about ", "~"))
+            eta = f"ETA {span} (typical fits {self.low} to {self.high} evaluations)"
         else:
-            eta = f"past a typical fit's {self.expected} evaluations"
+            eta = f"past typical fits' {self.high} evaluations"
             if self.deadline is not None:
                 eta += f", {format_seconds(max(0.0, self.deadline - now))} to max_time"
         return (f"  eval {format_seconds(self.last)}  elapsed "

@@ -120,11 +120,15 @@ class FitDescription:
     faster_seconds : float or None, that way's estimated seconds per
         evaluation; it is named only where it is under a quarter of the
         measured ones (None: named whenever ``faster`` is given)
+    evaluations : (low, typical, high) ints or None, the evaluations of
+        one optimiser run where the caller knows them better than the
+        count of free variables (the GPLVM's latent points)
     """
 
     what: str
     faster: str = None
     faster_seconds: float = None
+    evaluations: tuple = None
 
 
 @dataclass(frozen=True)

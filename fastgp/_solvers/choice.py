@@ -205,7 +205,8 @@ def fit_description(solver, params, problem):
             f"hyperparameters")
     if not problem.fast:
         return FitDescription(what, "a kernel on fastgp's fast path "
-                                    "(fastgp.fast_path_summary() lists its parts)")
+                                    "(fastgp.kernels.fast_path(kernel, X) names the part "
+                                    "that keeps this one off)")
     if solver.name == "vecchia" or where:
         return FitDescription(what)
     if solver.name == "cholesky" and gpu_present():

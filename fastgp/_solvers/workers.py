@@ -34,7 +34,8 @@ from joblib.parallel import get_active_backend
 
 from .._engine.threads import threads_for
 
-__all__ = ["Traffic", "TaskDispatcher", "tasks_on_workers", "worker_counts", "CACHED_FITS"]
+__all__ = ["Traffic", "TaskDispatcher", "tasks_on_workers", "worker_counts", "calls_sent",
+           "CACHED_FITS"]
 
 #: Fits whose payloads a worker process keeps (least recently used goes first).
 CACHED_FITS = 4
@@ -136,6 +137,18 @@ def _array_bytes(values):
 
 
 # --------------------------------------------------------------- caller side
+_SENT = threading.local()
+
+
+def calls_sent():
+    """How many calls this Python thread has sent to joblib's workers
+    (:meth:`TaskDispatcher.map`). Their processes compile or load fastgp's
+    routines and receive the fit's inputs on a fit's first call, and this
+    process cannot time that: a fit's clock (:mod:`fastgp._fit.clock`)
+    reads this count to tell an evaluation that may hold it."""
+    return getattr(_SENT, "count", 0)
+
+
 class TaskDispatcher:
     """One fit's calls to its payload's methods as joblib tasks (module
     docstring).
@@ -174,6 +187,7 @@ class TaskDispatcher:
         themselves (one object for all tasks), so joblib's dask backend
         scatters each once per call."""
         self.traffic.calls += 1
+        _SENT.count = calls_sent() + 1
         with_inputs = not self._inputs_sent
         results = self._dispatch(method, calls, with_inputs)
         missed = [i for i, r in enumerate(results) if r is None]

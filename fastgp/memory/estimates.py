@@ -6,6 +6,7 @@ machine."""
 __all__ = [
     "fit_bytes",
     "iterative_fit_bytes",
+    "iterative_predict_cov_bytes",
     "vecchia_fit_bytes",
     "vecchia_predict_cov_bytes",
     "gplvm_fit_bytes",
@@ -231,13 +232,25 @@ def predict_cov_bytes(n_train, n_query, n_targets):
     return _FIXED + _F8 * (n * m + 2 * m * m + m * m * t + 4 * m * t)
 
 
-def sample_y_bytes(n_train, n_query, n_targets, n_draws):
+#: m x m arrays that NumPy's ``multivariate_normal`` holds at once for one
+#: target (sample_y's draws): its copy of the covariance; numpy.linalg.svd's
+#: LAPACK buffer (its input's copy, u, vt and dgesdd's work array for all
+#: singular vectors, at least 7 m x m by LAPACK's documentation of dgesdd)
+#: and the u and vh it returns; 14 in all. tracemalloc sees about 6 of them
+#: (the LAPACK buffer is not NumPy's): the covariance's copy, u and vh, and
+#: after the SVD the check that u s vh reproduces the covariance.
+_SVD_DRAW_ARRAYS = 14
+
+
+def sample_y_bytes(n_train, n_query, n_targets, n_draws, predict_bytes=None):
     """Estimate the peak extra bytes of ``sample_y``.
 
-    The predictive covariance (:func:`predict_cov_bytes`) plus NumPy's
-    ``multivariate_normal``, which takes an SVD of the (m, m) covariance (u,
-    vt and LAPACK's work array: about three more m x m) and returns
-    (m, n_draws) per target.
+    The larger of the predictive covariance's own peak
+    (:func:`predict_cov_bytes`, or a solver's estimate of it) and what
+    follows it, once its temporaries are freed: the (m, m, n_targets)
+    covariance beside NumPy's ``multivariate_normal`` for one target at a
+    time, which takes an SVD of the covariance (14 m x m: its copy, LAPACK's
+    buffers and work array, u and vh) and returns (m, n_draws).
 
     Parameters
     ----------
@@ -249,6 +262,10 @@ def sample_y_bytes(n_train, n_query, n_targets, n_draws):
         Target columns.
     n_draws : int
         Draws per query point.
+    predict_bytes : int or None
+        The prediction's own estimate (a fitted model's solver:
+        :func:`iterative_predict_cov_bytes`, :func:`vecchia_predict_cov_bytes`);
+        None: :func:`predict_cov_bytes`, the Cholesky path's and the prior's.
 
     Returns
     -------
@@ -256,8 +273,52 @@ def sample_y_bytes(n_train, n_query, n_targets, n_draws):
         Bytes.
     """
     m, t = int(n_query), int(n_targets)
-    return (predict_cov_bytes(n_train, n_query, n_targets)
-            + _F8 * (3 * m * m + 2 * m * int(n_draws) * t))
+    if predict_bytes is None:
+        predict_bytes = predict_cov_bytes(n_train, n_query, n_targets)
+    drawing = _FIXED + _F8 * (m * m * (t + _SVD_DRAW_ARRAYS) + 2 * m * int(n_draws) * t
+                              + 4 * m * t)
+    return max(int(predict_bytes), drawing)
+
+
+#: Arrays of (n_train, m) that the matrix-free covariance's batched CG holds
+#: at its peak: the right-hand sides k(X, X*), CG's solution, residual,
+#: preconditioned residual and direction, and one step's temporaries (the
+#: active columns' direction and residual, the product K~ P and its
+#: contiguous operand, the scaled updates, the preconditioner's solve and
+#: its correction); measured 11.5 to 12.5 at N = 1,000 to 3,000, m = 20 to
+#: 400 (fastgp._solvers.iterative.krylov.batched_cg).
+_ITERATIVE_PREDICT_ARRAYS = 14
+
+
+def iterative_predict_cov_bytes(n_train, n_query, n_targets, rank, max_cg_iter):
+    """Estimate the peak extra bytes of a matrix-free joint prediction.
+
+    ``predict(X, return_cov=True)`` on ``n_query`` points solves
+    K~ V = k(X, X*) by batched CG with one column per query point: 14
+    (n_train, m) arrays, CG's scalars per step and column
+    (2 max_cg_iter m), the preconditioner (n_train x rank) where it is
+    built again (after unpickling), and :func:`predict_cov_bytes`'s m x m
+    parts with two more for the symmetrised reduction.
+
+    Parameters
+    ----------
+    n_train, n_query, n_targets : int
+        The model's training samples, the query points m and the target
+        columns, as :func:`predict_cov_bytes` takes them.
+    rank : int
+        The preconditioner's rank (``preconditioner_rank``).
+    max_cg_iter : int
+        CG's iteration limit (``max_cg_iter``).
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    n, m, k = int(n_train), int(n_query), int(rank)
+    words = (_ITERATIVE_PREDICT_ARRAYS * n * m + n * (k + 2) + 2 * int(max_cg_iter) * m
+             + 2 * m * m)
+    return predict_cov_bytes(0, n_query, n_targets) + _F8 * words
 
 
 #: What a Vecchia fit's process touches beside its arrays whatever N: the

@@ -111,7 +111,9 @@ class IterativeSolver(Solver):
         return mean, var
 
     def predict_cov_bytes(self, n_train, n_query, n_targets):
-        return estimates.predict_cov_bytes(n_train, n_query, n_targets)
+        return estimates.iterative_predict_cov_bytes(n_train, n_query, n_targets,
+                                                     self.options.preconditioner_rank,
+                                                     self.options.max_cg_iter)
 
     # ------------------------------------------------------------ helpers
     def _system(self, fitted):
