@@ -667,7 +667,7 @@ class GaussianProcessRegressor(_SklearnGPR):
         """
         n_train = len(self.alpha_) if hasattr(self, "alpha_") else 0
         self._check_predict_memory(X, n_train=n_train, n_draws=n_samples,
-                                   solver=self._solver() if n_train else None)
+                                   solver=self._fitted_solver if n_train else None)
         return super().sample_y(X, n_samples=n_samples, random_state=random_state)
 
     def _unnormalize_mean(self, mean):
