@@ -150,7 +150,9 @@ class MissingMatplotlibError(ImportError):
 
 
 class DeviceUnavailableError(RuntimeError):
-    """``device="cuda"`` (or ``"cuda:<index>"``) cannot run here: the GPU
-    extra is not installed or does not import, or there is no such GPU. The
-    message names what is missing and how to install it (docs/gpu.md); the
-    estimator is left as it was."""
+    """A ``device="cuda"`` fit cannot run here.
+
+    The GPU extra is not installed or does not import, or there is no such
+    GPU. The message names what is missing and how to install it
+    (docs/gpu.md); the estimator is left as it was.
+    """

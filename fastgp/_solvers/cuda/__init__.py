@@ -198,7 +198,10 @@ class CudaSolver(Solver):
                                   xp=device.xp, to_host=device.to_host)
 
     def predict_cov_bytes(self, n_train, n_query, n_targets):
-        return estimates.predict_cov_bytes(0, n_query, n_targets)
+        # the host's: the (m, m) result and the prior's; the (n, m) block
+        # lies on the device, counted as the CPU path counts it (an upper
+        # bound where the device is the host: the simulator)
+        return estimates.predict_cov_bytes(n_train, n_query, n_targets)
 
     # ------------------------------------------------ the other estimators
     def latent_objective(self, kernel, Y, n_components, diag_add):

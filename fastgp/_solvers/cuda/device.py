@@ -30,7 +30,7 @@ from ...exceptions import DeviceUnavailableError
 from ...memory import available_memory
 
 __all__ = ["DEVICE_PATTERN", "parse_device", "Device", "resolve_device", "EXTRA",
-           "host_input"]
+           "host_input", "portable_state", "restored_state"]
 
 #: DLPack's device types of memory on a CUDA GPU (kDLCUDA, kDLCUDAHost,
 #: kDLCUDAManaged).
@@ -232,6 +232,40 @@ def host_input(x):
     array = (cupy.asarray(x) if hasattr(x, "__cuda_array_interface__")
              else cupy.from_dlpack(x))
     return array.get()
+
+
+class HostCopy:
+    """A device array pickled as a host copy (:func:`portable_state`)."""
+
+    def __init__(self, array, device):
+        self.array = np.asarray(array.get())
+        self.device = device
+
+
+def portable_state(state, device):
+    """A fitted estimator's ``__getstate__`` dict with every array on the GPU
+    (``L_``) replaced by a :class:`HostCopy` (8 N^2 bytes on the host)."""
+    return {name: (HostCopy(value, device) if hasattr(value, "__cuda_array_interface__")
+                   else value) for name, value in state.items()}
+
+
+def restored_state(state):
+    """The inverse of :func:`portable_state`: each HostCopy back on its GPU,
+    or DeviceUnavailableError naming the remedies where there is none."""
+    restored = {}
+    for name, value in state.items():
+        if isinstance(value, HostCopy):
+            try:
+                device = resolve_device(value.device)
+            except DeviceUnavailableError as exc:
+                raise DeviceUnavailableError(
+                    f"this model was fitted on {value.device} and keeps its N x N factor "
+                    f"there; loading it needs a GPU with the GPU extra ({exc}). Load it "
+                    "where one is, or fit it again with device='cpu'.") from exc
+            with device.active():
+                value = device.xp.asarray(value.array, order="F")
+        restored[name] = value
+    return restored
 
 
 @functools.lru_cache(maxsize=None)
