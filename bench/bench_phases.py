@@ -52,7 +52,8 @@ def _setup(name, n):
     from scipy.linalg import lapack
 
     from fastgp._linalg import lapack as linalg
-    from fastgp._backend.covariance import LatentCovariance, make_covariance
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._backend.latent import LatentCovariance
     from fastgp._solvers.cholesky.workspace import Workspace
     from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
     from fastgp._solvers.latent_density import lower_latent_kernel

@@ -24,7 +24,7 @@ from ._fit.session import FitSession
 from ._optimize.rows import minimize_rows
 from ._solvers.base import FactorTexts
 from ._solvers.choice import exact_solver
-from ._solvers.cuda.device import host_input, portable_state, restored_state
+from ._solvers.cuda.device import PortableState, host_input
 from ._validation import (
     Interval,
     StrOptions,
@@ -44,7 +44,8 @@ TRANSFORM_MAX_ITER = 200
 TRANSFORM_GTOL = 1e-10
 
 
-class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class GPLVM(PortableState, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+            BaseEstimator):
     r"""Gaussian-process latent variable model (Lawrence 2005).
 
     Finds latent points X (n_samples x n_components) and kernel
@@ -481,15 +482,6 @@ class GPLVM(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     @property
     def _n_features_out(self):
         return self.n_components
-
-    def __getstate__(self):
-        # a factor on a GPU travels as a host copy, and goes back there on load
-        state = super().__getstate__()
-        device = getattr(state.get("_fitted_solver"), "device_name", None)
-        return state if device is None else portable_state(state, device)
-
-    def __setstate__(self, state):
-        super().__setstate__(restored_state(state))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

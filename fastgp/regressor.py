@@ -23,7 +23,7 @@ from ._fit.noise import warn_noise_free_fit
 from ._fit.session import FitSession
 from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem
 from ._solvers.choice import choose_solver, fit_description, fit_remedies
-from ._solvers.cuda.device import host_input, portable_state, restored_state
+from ._solvers.cuda.device import PortableState, host_input
 from ._user_warnings import warn_user
 from ._validation import (
     Interval,
@@ -50,7 +50,7 @@ _NO_TARGETS = object()
 MAX_UPDATES = 3
 
 
-class GaussianProcessRegressor(_SklearnGPR):
+class GaussianProcessRegressor(PortableState, _SklearnGPR):
     """Gaussian process regression with an exact gradient in one N x N buffer.
 
     A drop-in replacement for
@@ -591,15 +591,6 @@ class GaussianProcessRegressor(_SklearnGPR):
         if y_std.shape[1] == 1:
             y_std = np.squeeze(y_std, axis=1)
         return self._checked(self._unnormalize_mean(mean), y_std, "standard deviation")
-
-    def __getstate__(self):
-        # a factor on a GPU travels as a host copy, and goes back there on load
-        state = super().__getstate__()
-        device = getattr(state.get("_fitted_solver"), "device_name", None)
-        return state if device is None else portable_state(state, device)
-
-    def __setstate__(self, state):
-        super().__setstate__(restored_state(state))
 
     def _n_targets(self):
         if hasattr(self, "alpha_"):

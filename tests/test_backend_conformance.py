@@ -4,8 +4,8 @@ object's fallback, and the fast path's products sent to joblib's workers."""
 
 from _conformance import BackendConformance
 
-from fastgp._backend.covariance import (FastCovariance, KernelObjectCovariance,
-                                        LatentCovariance, make_covariance)
+from fastgp._backend.covariance import FastCovariance, KernelObjectCovariance, make_covariance
+from fastgp._backend.latent import LatentCovariance
 from fastgp._backend.lowering import lower_kernel
 from fastgp._solvers.iterative.distributed import WorkerProducts
 

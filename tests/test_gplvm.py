@@ -314,7 +314,7 @@ def test_digits_embedding_separates_classes_better_than_pca():
 
 def test_fit_checks_memory_before_allocating(monkeypatch):
     import fastgp.memory as memory
-    from fastgp._backend.covariance import latent_blocks
+    from fastgp._backend.latent import latent_blocks
 
     _, Y = _curve()
     needed = memory.gplvm_fit_bytes(40, 4, 2, latent_blocks(40, 2).size - 1)

@@ -21,7 +21,8 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp import GaussianProcessRegressor
 from fastgp._engine import interpreter as _interpreter
 from fastgp import kernels as fastgp_kernels
-from fastgp._backend.covariance import has_non_stationary_leaf, kernel_input, latent_blocks
+from fastgp._backend.covariance import kernel_input
+from fastgp._backend.latent import has_non_stationary_leaf, latent_blocks
 from fastgp._solvers.cholesky.workspace import Workspace
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
 from fastgp._solvers.cholesky.latent import predictive_density as PredictiveNegLogDensity

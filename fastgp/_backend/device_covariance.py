@@ -24,7 +24,8 @@ in a fixed order (per-column partial sums from the passes).
 import numpy as np
 
 from .._engine import cuda_passes as passes
-from .covariance import LatentCovariance, kernel_input, make_covariance
+from .covariance import kernel_input, make_covariance
+from .latent import LatentCovariance
 from .lowering import lower_kernel
 
 __all__ = ["DeviceCovariance", "SIMULATED", "kernel_context"]

@@ -65,6 +65,11 @@ class KernelProgram:
     stack_depth: int
     n_features: int
 
+    def args(self, theta):
+        """(ops, op_float, params(theta), theta_of_param, stack_depth): the
+        program as every pass of the engine takes it, in that order."""
+        return self.ops, self.op_float, self.params(theta), self.theta_of_param, self.stack_depth
+
     def params(self, theta):
         """Natural-scale parameter vector (n_params,) for log-space ``theta``."""
         theta = np.asarray(theta, dtype=np.float64)

@@ -55,6 +55,7 @@ __all__ = [
     "Fitted",
     "GuardedObjective",
     "regression_targets",
+    "require_fast_path",
     "FactorTexts",
     "NOT_FINITE_ON_TRAINING_INPUTS",
     "FactorMessages",
@@ -277,6 +278,18 @@ def guarded_value_and_grad(value_and_grad_at, point):
     if not (math.isfinite(value) and np.all(np.isfinite(grad))):
         return failed
     return value, grad
+
+
+def require_fast_path(covariance, kernel, who, why, instead):
+    """A ValueError where ``kernel`` (on the backend ``covariance``) is off
+    the fast path, for a solver that needs the lowered kernel: ``who`` needs
+    it (such as 'solver="vecchia"'), ``why`` (what it evaluates from it) and
+    what to use ``instead``."""
+    if not covariance.is_fast:
+        raise ValueError(
+            f"{who} needs a kernel on fastgp's fast path, and {kernel!r} (or inputs that "
+            f"are not a float array) is not: {why}. Use {instead}, or a kernel built from "
+            "the fast path's (docs/adding_a_kernel.md).")
 
 
 def regression_targets(Y, diag_add):

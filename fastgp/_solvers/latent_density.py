@@ -24,7 +24,7 @@ import numpy as np
 from .._backend.lowering import fast_path_summary, lower_kernel
 from .chunks import query_chunks
 
-__all__ = ["lower_latent_kernel", "LatentPoints", "PredictiveNegLogDensity"]
+__all__ = ["lower_latent_kernel", "LatentPoints", "LatentLayout", "PredictiveNegLogDensity"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -77,6 +77,33 @@ class LatentPoints:
         if z.shape != (self.size + self.n_theta,):
             raise ValueError(f"z has shape {z.shape}; expected ({self.size + self.n_theta},)")
         return z[:self.size].reshape(self.shape), z[self.size:]
+
+
+class LatentLayout:
+    """What every exact solver's GPLVM objective offers over z (a mixin):
+    ``n_samples``, ``n_theta``, ``workspace``, ``pack`` and ``unpack``, from
+    its ``points`` (:class:`LatentPoints`), ``X`` (n, Q) and ``nlml`` (the
+    regression objective on the latent points)."""
+
+    @property
+    def n_samples(self):
+        return self.X.shape[0]
+
+    @property
+    def n_theta(self):
+        return self.points.n_theta
+
+    @property
+    def workspace(self):
+        return self.nlml.workspace
+
+    def pack(self, X, theta):
+        """z (n_samples * n_components + n_theta,) from X and theta."""
+        return self.points.pack(X, theta)
+
+    def unpack(self, z):
+        """(X (n_samples, n_components), theta (n_theta,)) views of z."""
+        return self.points.unpack(z)
 
 
 class PredictiveNegLogDensity:

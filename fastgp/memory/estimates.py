@@ -108,7 +108,7 @@ def gplvm_fit_bytes(n_samples, n_features, n_components, n_blocks):
     """Estimate the peak extra bytes of a GPLVM fit.
 
     The N x N workspace, the latent pass's ``n_blocks`` per-block N x Q
-    partial sums (:func:`fastgp._backend.covariance.latent_blocks`), O(N (D + Q))
+    partial sums (:func:`fastgp._backend.latent.latent_blocks`), O(N (D + Q))
     vectors (the data's copies, A, the SVD of the PCA start, the optimiser's
     vectors and L-BFGS's ten correction pairs over N Q + P unknowns), and
     8 MiB of fixed cost (measured: a fit at N = 2,000, D = 12 peaked 9 MiB

@@ -17,7 +17,7 @@ It is the regression objective (:class:`fastgp._solvers.cholesky.objective.NegLo
 T = D outputs) on a latent-point buffer that the optimiser moves: the same
 fill, the same in-place dpotrf/dpotrs/dpotri in one N x N workspace, then one
 fused parallel pass (the backend's
-:meth:`~fastgp._backend.covariance.LatentCovariance.grad_latent`) that reduces W
+:meth:`~fastgp._backend.latent.LatentCovariance.grad_latent`) that reduces W
 against the hyperparameter and the latent derivatives of K at once. Besides the
 workspace it holds O(N (Q + D)) floats and the backend's per-block partial sums
 of at most ``n_blocks x N x Q`` floats, with ``n_blocks x Q <= max(4 Q, N / 16)``.
@@ -27,22 +27,23 @@ the predictive density of :mod:`fastgp._solvers.latent_density` (shared by
 every exact solver) with this path's backend and LAPACK solves.
 
 This module owns the mathematics of the training objective; the covariance passes
-are the backend's (:class:`fastgp._backend.covariance.LatentCovariance`) and the
+are the backend's (:class:`fastgp._backend.latent.LatentCovariance`) and the
 linear algebra is :mod:`fastgp._linalg.lapack`'s.
 """
 
 import numpy as np
 
-from ..._backend.covariance import LatentCovariance
+from ..._backend.latent import LatentCovariance
 from ..._linalg.lapack import cho_solve_in_place
-from ..latent_density import LatentPoints, PredictiveNegLogDensity, lower_latent_kernel
+from ..latent_density import (LatentLayout, LatentPoints, PredictiveNegLogDensity,
+                              lower_latent_kernel)
 from .objective import BufferObjective, NegLogMarginalLikelihood
 
 __all__ = ["LatentNegLogMarginalLikelihood", "predictive_density"]
 
 
 
-class LatentNegLogMarginalLikelihood(BufferObjective):
+class LatentNegLogMarginalLikelihood(LatentLayout, BufferObjective):
     """``f(z) -> (L, dL/dz)`` with ``z = [X.ravel(), theta]``, for
     ``scipy.optimize.minimize(jac=True)``.
 
@@ -79,26 +80,6 @@ class LatentNegLogMarginalLikelihood(BufferObjective):
             raise AssertionError("LatentCovariance copied the latent buffer")
         self.nlml = NegLogMarginalLikelihood(self.covariance, Y, diag_add, workspace)
         self.points = LatentPoints(n, self.n_components, self.program.n_theta)
-
-    @property
-    def n_samples(self):
-        return self.X.shape[0]
-
-    @property
-    def n_theta(self):
-        return self.program.n_theta
-
-    @property
-    def workspace(self):
-        return self.nlml.workspace
-
-    def pack(self, X, theta):
-        """z (n_samples * n_components + n_theta,) from X and theta."""
-        return self.points.pack(X, theta)
-
-    def unpack(self, z):
-        """(X (n_samples, n_components), theta (n_theta,)) views of z."""
-        return self.points.unpack(z)
 
     def factor(self, z):
         """Move the latent points to z's and fill and factor K (see

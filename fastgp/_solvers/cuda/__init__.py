@@ -26,7 +26,7 @@ import numpy as np
 from ..._linalg.device_blocked import DEFAULT_BLOCK, cho_solve, solve_lower_in_place
 from ...exceptions import InsufficientMemoryError
 from ...memory import estimates, refusal
-from ..base import MemoryNeed, Solver, host_memory_peak
+from ..base import MemoryNeed, Solver, host_memory_peak, require_fast_path
 from ..kept_factor import final_factor
 from ..latent_density import PredictiveNegLogDensity, lower_latent_kernel
 from ..predictive import predict_mean_cov, predict_mean_var
@@ -88,12 +88,8 @@ class CudaSolver(Solver):
 
     @classmethod
     def accept(cls, covariance, kernel):
-        if not covariance.is_fast:
-            raise ValueError(
-                f"device='cuda' needs a kernel on fastgp's fast path, and {kernel!r} (or "
-                "inputs that are not a float array) is not: the GPU evaluates the "
-                "lowered kernel. Use device='cpu', or a kernel built from the fast "
-                "path's (docs/adding_a_kernel.md).")
+        require_fast_path(covariance, kernel, "device='cuda'",
+                          "the GPU evaluates the lowered kernel", "device='cpu'")
 
     # ---------------------------------------------------------------- fit
     def fit_bytes(self, problem):

@@ -30,7 +30,7 @@ from ...exceptions import DeviceUnavailableError
 from ...memory import available_memory
 
 __all__ = ["DEVICE_PATTERN", "parse_device", "Device", "resolve_device", "EXTRA",
-           "host_input", "portable_state", "restored_state"]
+           "host_input", "portable_state", "restored_state", "PortableState"]
 
 #: DLPack's device types of memory on a CUDA GPU (kDLCUDA, kDLCUDAHost,
 #: kDLCUDAManaged).
@@ -266,6 +266,20 @@ def restored_state(state):
                 value = device.xp.asarray(value.array, order="F")
         restored[name] = value
     return restored
+
+
+class PortableState:
+    """An estimator's pickling (a mixin before scikit-learn's BaseEstimator):
+    a factor fitted on a GPU travels as a host copy and goes back to its GPU
+    on load (:func:`portable_state`, :func:`restored_state`)."""
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        device = getattr(state.get("_fitted_solver"), "device_name", None)
+        return state if device is None else portable_state(state, device)
+
+    def __setstate__(self, state):
+        super().__setstate__(restored_state(state))
 
 
 @functools.lru_cache(maxsize=None)

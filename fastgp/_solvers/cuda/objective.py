@@ -26,7 +26,7 @@ from ..._linalg.device_blocked import (cho_inverse_in_place, cho_solve,
                                        cholesky_in_place, factor_diagonal)
 from ..._linalg.lapack import cholesky_with_jitter, exact_sum, log_det_from_diagonal
 from ..base import GuardedObjective, PointFailed, regression_targets
-from ..latent_density import LatentPoints
+from ..latent_density import LatentLayout, LatentPoints
 from .workspace import DeviceFactor
 
 __all__ = ["DeviceNegLogMarginalLikelihood", "DeviceLatentObjective"]
@@ -118,7 +118,7 @@ class DeviceNegLogMarginalLikelihood(GuardedObjective):
         return value, 0.5 * self.covariance.grad_trace(theta, B, A)
 
 
-class DeviceLatentObjective(GuardedObjective):
+class DeviceLatentObjective(LatentLayout, GuardedObjective):
     """The GPLVM's ``f(z) -> (L, dL/dz)``, z = [X.ravel(), theta], with K's
     buffer in device memory (the CPU's LatentNegLogMarginalLikelihood on the
     device: the same value and gradient).
@@ -143,24 +143,6 @@ class DeviceLatentObjective(GuardedObjective):
                                                    workspace, block)
         self.points = LatentPoints(n, Q, covariance.n_theta)
         self.X = np.zeros((n, Q))
-
-    @property
-    def n_samples(self):
-        return self.X.shape[0]
-
-    @property
-    def n_theta(self):
-        return self.points.n_theta
-
-    @property
-    def workspace(self):
-        return self.nlml.workspace
-
-    def pack(self, X, theta):
-        return self.points.pack(X, theta)
-
-    def unpack(self, z):
-        return self.points.unpack(z)
 
     def _move(self, z):
         X, theta = self.unpack(z)

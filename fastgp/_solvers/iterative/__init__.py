@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..._backend.covariance import make_covariance
 from ..._user_warnings import warn_user
 from ...memory import estimates
-from ..base import Draws, Solver
+from ..base import Draws, Solver, require_fast_path
 from .objective import IterativeNegLogMarginalLikelihood, final_model
 from .predict import (PREDICTION_TOL_FACTOR, predict_mean_cov_iterative,
                       predict_mean_var_iterative, prediction_tol)
@@ -54,13 +54,9 @@ class IterativeSolver(Solver):
 
     @classmethod
     def accept(cls, covariance, kernel):
-        if not covariance.is_fast:
-            raise ValueError(
-                f'solver="iterative" needs a kernel on fastgp\'s fast path, and {kernel!r} '
-                "(or inputs that are not a float array) is not: the matrix-free path "
-                "computes kernel products tile by tile from the lowered kernel. Use "
-                'solver="cholesky", or a kernel built from the fast path\'s '
-                "(docs/adding_a_kernel.md).")
+        require_fast_path(covariance, kernel, 'solver="iterative"',
+                          "the matrix-free path computes kernel products tile by tile "
+                          "from the lowered kernel", 'solver="cholesky"')
 
     # ---------------------------------------------------------------- fit
     def fit_bytes(self, problem):

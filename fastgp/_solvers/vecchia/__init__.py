@@ -18,7 +18,7 @@ time and O(N m) memory per evaluation, a sum over independent blocks.
 import numpy as np
 
 from ...memory import estimates
-from ..base import Draws, Solver
+from ..base import Draws, Solver, require_fast_path
 from .objective import VecchiaNegLogLikelihood, final_model
 from .predict import JOINT_MAX_POINTS, predict_joint, predict_vecchia
 
@@ -60,12 +60,9 @@ class VecchiaSolver(Solver):
 
     @classmethod
     def accept(cls, covariance, kernel):
-        if not covariance.is_fast:
-            raise ValueError(
-                f'solver="vecchia" needs a kernel on fastgp\'s fast path, and {kernel!r} '
-                "(or inputs that are not a float array) is not: Vecchia's blocks are "
-                "evaluated from the lowered kernel. Use solver=\"cholesky\", or a kernel "
-                "built from the fast path's (docs/adding_a_kernel.md).")
+        require_fast_path(covariance, kernel, 'solver="vecchia"',
+                          "Vecchia's blocks are evaluated from the lowered kernel",
+                          'solver="cholesky"')
 
     # ---------------------------------------------------------------- fit
     def fit_bytes(self, problem):
