@@ -11,7 +11,7 @@ subexpressions serve the hyperparameter and the input derivatives. The
 alternative (the two sweeps it replaces) reads the triangle twice and interprets every
 tile twice: fastgp._engine.passes.grad_trace_lower for theta (D_THETA), then
 the latent pass for X alone (D_X1). Both give the same numbers
-(tests/test_gplvm_gradient.py). Timed in interleaved rounds
+(tests/_solvers/cholesky/test_gplvm_gradient.py). Timed in interleaved rounds
 (bench/_measure.interleaved_medians) beside the fill on the same buffer, with
 this data (Y standard normal (N, 12), Q = 2, C * RBF(2 length scales)
 + WhiteKernel).

@@ -9,7 +9,7 @@ Times, in this process, the refusal of: a regressor fit at N = 200,000 (or
 more where 8 N^2 bytes would fit), ``predict(return_cov=True)`` and
 ``sample_y`` on that many query points, and a GPLVM fit at that N. Each case
 is run ``--repeats`` times; the median and the largest are reported. The tests
-(tests/test_reliability_memory.py) check what happens before the refusal
+(tests/memory/test_reliability_memory.py) check what happens before the refusal
 (no kernel pass, no large allocation), not its time.
 
 Writes bench/results/memory_refusal.json.

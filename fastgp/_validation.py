@@ -16,8 +16,8 @@ moments overflow, and results that come out non-finite anyway.
 It is also fastgp's one door to scikit-learn's private names. fastgp uses
 scikit-learn's public API wherever there is one (``validate_data``,
 ``check_random_state``, ``check_is_fitted``, ``__sklearn_tags__``); where there
-is none, the private name is imported here and nowhere else (tests/test_layers.py
-checks that), and tests/test_sklearn_contract.py pins the behaviour fastgp
+is none, the private name is imported here and nowhere else (tests/project/test_layers.py
+checks that), and tests/estimators/test_sklearn_contract.py pins the behaviour fastgp
 relies on:
 
 - ``sklearn.utils._param_validation.Interval`` and ``StrOptions`` describe

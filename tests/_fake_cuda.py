@@ -1,6 +1,6 @@
 """Stand-ins for CuPy and nvmath-python's cuBLAS and cuSOLVER bindings, so
 that fastgp._linalg.cuda_tiles.CudaTiles runs, and is checked argument by
-argument, on a machine without a GPU (tests/test_linalg_device_blocked.py).
+argument, on a machine without a GPU (tests/_linalg/test_linalg_device_blocked.py).
 
 - :class:`FakeCupy` makes "device" arrays in host memory: NumPy arrays whose
   ``data.ptr`` is their address, each inside a registered allocation.

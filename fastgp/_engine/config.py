@@ -136,7 +136,7 @@ _ENGINE_DIR = Path(__file__).resolve().parent
 #: the address-table intrinsics and the lane intrinsics). The thread policy
 #: (``threads.py``), the compile timer (``compile_time.py``) and the package
 #: docstring hold no compiled code, so editing them recompiles nothing.
-#: tests/test_numba_cache.py checks the list against every routine that
+#: tests/_engine/test_numba_cache.py checks the list against every routine that
 #: ``python -m fastgp.precompile`` compiles.
 STAMPED_MODULES = ("address_call", "config", "interpreter", "lanes", "latent_passes",
                    "leaves", "maxmin", "opcodes", "passes", "product_passes", "signatures",

@@ -66,24 +66,24 @@ SEED = 20261130
 _PYTEST = "python -m pytest -x -q -p no:cacheprovider -p no:randomly"
 
 #: test selections shared by several modules (one unmutated run each)
-_LOWERING = "tests/test_lowering.py tests/test_kernels_fastpath.py"
-_FIT = "tests/test_fitting.py tests/test_reliability_pd.py"
-_CLI = "tests/test_cli.py"
-_CLASSIFIER = "tests/test_classifier.py tests/test_laplace_float32.py"
-_ITERATIVE = "tests/test_iterative_krylov.py tests/test_iterative_objective.py"
-_VECCHIA = "tests/test_vecchia_core.py tests/test_vecchia_regressor.py"
-_MEMORY = ("tests/test_reliability_memory.py tests/test_reliability_budget.py "
-           "tests/test_reliability_ledger.py")
-_SHIMS = "tests/test_public_names.py"
+_LOWERING = "tests/_backend/test_lowering.py tests/kernels/test_kernels_fastpath.py"
+_FIT = "tests/_fit/test_fitting.py tests/estimators/test_reliability_pd.py"
+_CLI = "tests/cli/test_cli.py"
+_CLASSIFIER = "tests/estimators/test_classifier.py tests/_solvers/cholesky/test_laplace_float32.py"
+_ITERATIVE = "tests/_solvers/iterative/test_iterative_krylov.py tests/_solvers/iterative/test_iterative_objective.py"
+_VECCHIA = "tests/_solvers/vecchia/test_vecchia_core.py tests/estimators/test_vecchia_regressor.py"
+_MEMORY = ("tests/memory/test_reliability_memory.py tests/memory/test_reliability_budget.py "
+           "tests/memory/test_reliability_ledger.py")
+_SHIMS = "tests/project/test_public_names.py"
 #: the engine's selections run as plain Python; the tests that need the JIT
 #: itself (a compile-time refusal, thread counts, a float's last bits) are left out
 _PURE = "-p mutation.pure_python "
-_ENGINE_CORE = (_PURE + "tests/test_engine_interpreter.py tests/test_engine_address_call.py "
+_ENGINE_CORE = (_PURE + "tests/_engine/test_engine_interpreter.py tests/_engine/test_engine_address_call.py "
                 "-k 'not caller_compiles'")
-_PASSES = _PURE + "tests/test_covariance_passes.py -k 65"
+_PASSES = _PURE + "tests/_engine/test_covariance_passes.py -k 65"
 #: Vecchia's engine modules: the packed tiles' predictions, and the column
 #: tiles' likelihood
-_VECCHIA_ENGINE = (_PURE + "tests/test_vecchia_core.py -k 'value_alone or non_positive "
+_VECCHIA_ENGINE = (_PURE + "tests/_solvers/vecchia/test_vecchia_core.py -k 'value_alone or non_positive "
                    "or packed_and_column or prediction_equals and Matern32 "
                    "or dense_reference and Dot'")
 
@@ -93,72 +93,72 @@ _VECCHIA_ENGINE = (_PURE + "tests/test_vecchia_core.py -k 'value_alone or non_po
 GROUPS = {
     "python": ({}, {
         "fastgp/__main__.py": _CLI + " -k 'module or help or version'",
-        "fastgp/_backend/covariance.py": "tests/test_backend_conformance.py "
-                                         "tests/test_kernel_fallback.py "
-                                         "tests/test_product_passes.py",
+        "fastgp/_backend/covariance.py": "tests/_backend/test_backend_conformance.py "
+                                         "tests/_backend/test_kernel_fallback.py "
+                                         "tests/_engine/test_product_passes.py",
         "fastgp/_backend/lowering.py": _LOWERING,
         "fastgp/_cli/fit.py": _CLI,
         "fastgp/_cli/table.py": _CLI,
         "fastgp/cli.py": _CLI,
-        "fastgp/plotting.py": "tests/test_cli_plot.py",
-        "fastgp/_fit/clock.py": "tests/test_long_fits.py",
-        "fastgp/_fit/likelihood.py": "tests/test_regressor.py tests/test_sklearn_contract.py "
-                                     "tests/test_kernel_fallback.py",
+        "fastgp/plotting.py": "tests/cli/test_cli_plot.py",
+        "fastgp/_fit/clock.py": "tests/_fit/test_long_fits.py",
+        "fastgp/_fit/likelihood.py": "tests/estimators/test_regressor.py tests/estimators/test_sklearn_contract.py "
+                                     "tests/_backend/test_kernel_fallback.py",
         "fastgp/_fit/report.py": _FIT,
         "fastgp/_fit/session.py": _FIT,
-        "fastgp/_linalg/blas_pool.py": "tests/test_blas_pool.py",
-        "fastgp/_linalg/blas_threads.py": "tests/test_reliability_state.py "
-                                          "tests/test_determinism_threads.py",
-        "fastgp/_linalg/blocked.py": "tests/test_linalg_blocked.py",
-        "fastgp/_linalg/lapack.py": "tests/test_linalg_blocked.py tests/test_reliability_pd.py "
-                                    "tests/test_objective.py",
-        "fastgp/_linalg/tiles.py": "tests/test_linalg_blocked.py",
+        "fastgp/_linalg/blas_pool.py": "tests/_linalg/test_blas_pool.py",
+        "fastgp/_linalg/blas_threads.py": "tests/estimators/test_reliability_state.py "
+                                          "tests/_engine/test_determinism_threads.py",
+        "fastgp/_linalg/blocked.py": "tests/_linalg/test_linalg_blocked.py",
+        "fastgp/_linalg/lapack.py": "tests/_linalg/test_linalg_blocked.py tests/estimators/test_reliability_pd.py "
+                                    "tests/_solvers/cholesky/test_objective.py",
+        "fastgp/_linalg/tiles.py": "tests/_linalg/test_linalg_blocked.py",
         "fastgp/_moved.py": _SHIMS,
         "fastgp/covariance.py": _SHIMS,
         "fastgp/linalg.py": _SHIMS,
         "fastgp/memory_budget.py": _SHIMS,
-        "fastgp/_optimize/minimize.py": "tests/test_reliability_optimizer.py",
-        "fastgp/_optimize/rows.py": "tests/test_gplvm.py",
-        "fastgp/_optimize/workers.py": "tests/test_parallel_restarts.py -k 'not dask'",
+        "fastgp/_optimize/minimize.py": "tests/_optimize/test_reliability_optimizer.py",
+        "fastgp/_optimize/rows.py": "tests/estimators/test_gplvm.py",
+        "fastgp/_optimize/workers.py": "tests/_optimize/test_parallel_restarts.py -k 'not dask'",
         "fastgp/_solvers/base.py": _FIT,
-        "fastgp/_solvers/choice.py": "tests/test_iterative_regressor.py "
-                                     "tests/test_vecchia_regressor.py",
-        "fastgp/_solvers/chunks.py": "tests/test_regressor.py tests/test_classifier.py",
-        "fastgp/_solvers/predictive.py": "tests/test_regressor.py tests/test_classifier.py",
-        "fastgp/_solvers/workers.py": "tests/test_distributed_products.py "
-                                      "tests/test_vecchia_distributed.py",
-        "fastgp/_solvers/cholesky/__init__.py": _FIT + " tests/test_regressor.py",
+        "fastgp/_solvers/choice.py": "tests/estimators/test_iterative_regressor.py "
+                                     "tests/estimators/test_vecchia_regressor.py",
+        "fastgp/_solvers/chunks.py": "tests/estimators/test_regressor.py tests/estimators/test_classifier.py",
+        "fastgp/_solvers/predictive.py": "tests/estimators/test_regressor.py tests/estimators/test_classifier.py",
+        "fastgp/_solvers/workers.py": "tests/_solvers/iterative/test_distributed_products.py "
+                                      "tests/_solvers/vecchia/test_vecchia_distributed.py",
+        "fastgp/_solvers/cholesky/__init__.py": _FIT + " tests/estimators/test_regressor.py",
         "fastgp/_solvers/kept_factor.py": _FIT,
         "fastgp/_solvers/cholesky/workspace.py": _FIT,
-        "fastgp/_solvers/cholesky/objective.py": "tests/test_objective.py "
-                                                 "tests/test_reliability_pd.py",
-        "fastgp/_solvers/cholesky/latent.py": "tests/test_gplvm_gradient.py",
-        "fastgp/_solvers/latent_density.py": "tests/test_gplvm_gradient.py",
+        "fastgp/_solvers/cholesky/objective.py": "tests/_solvers/cholesky/test_objective.py "
+                                                 "tests/estimators/test_reliability_pd.py",
+        "fastgp/_solvers/cholesky/latent.py": "tests/_solvers/cholesky/test_gplvm_gradient.py",
+        "fastgp/_solvers/latent_density.py": "tests/_solvers/cholesky/test_gplvm_gradient.py",
         "fastgp/_solvers/cholesky/laplace.py": _CLASSIFIER,
         "fastgp/_solvers/laplace_predictive.py": _CLASSIFIER,
-        "fastgp/_solvers/iterative/__init__.py": _ITERATIVE + " tests/test_iterative_regressor.py",
+        "fastgp/_solvers/iterative/__init__.py": _ITERATIVE + " tests/estimators/test_iterative_regressor.py",
         "fastgp/_solvers/iterative/diagonal.py": _ITERATIVE,
-        "fastgp/_solvers/iterative/distributed.py": "tests/test_distributed_products.py",
+        "fastgp/_solvers/iterative/distributed.py": "tests/_solvers/iterative/test_distributed_products.py",
         "fastgp/_solvers/iterative/krylov.py": _ITERATIVE,
         "fastgp/_solvers/iterative/objective.py": _ITERATIVE,
         "fastgp/_solvers/iterative/preconditioner.py": _ITERATIVE,
-        "fastgp/_solvers/iterative/predict.py": "tests/test_iterative_regressor.py",
+        "fastgp/_solvers/iterative/predict.py": "tests/estimators/test_iterative_regressor.py",
         "fastgp/_solvers/iterative/system.py": _ITERATIVE,
         "fastgp/_solvers/vecchia/__init__.py": _VECCHIA,
-        "fastgp/_solvers/vecchia/distributed.py": "tests/test_vecchia_distributed.py",
+        "fastgp/_solvers/vecchia/distributed.py": "tests/_solvers/vecchia/test_vecchia_distributed.py",
         "fastgp/_solvers/vecchia/neighbours.py": _VECCHIA,
         "fastgp/_solvers/vecchia/objective.py": _VECCHIA,
         "fastgp/_solvers/vecchia/ordering.py": _VECCHIA,
         "fastgp/_solvers/vecchia/predict.py": _VECCHIA,
         "fastgp/_solvers/vecchia/scaling.py": _VECCHIA,
-        "fastgp/_user_warnings.py": "tests/test_user_warnings.py",
-        "fastgp/_validation.py": "tests/test_reliability_input.py "
-                                 "tests/test_reliability_bounds.py",
+        "fastgp/_user_warnings.py": "tests/estimators/test_user_warnings.py",
+        "fastgp/_validation.py": "tests/estimators/test_reliability_input.py "
+                                 "tests/estimators/test_reliability_bounds.py",
         "fastgp/classifier.py": _CLASSIFIER,
-        "fastgp/datasets.py": "tests/test_datasets.py",
-        "fastgp/exceptions.py": "tests/test_public_names.py tests/test_reliability_pd.py",
-        "fastgp/gplvm.py": "tests/test_gplvm.py",
-        "fastgp/kernels.py": "tests/test_kernels_ard.py tests/test_kernel_fallback.py",
+        "fastgp/datasets.py": "tests/cli/test_datasets.py",
+        "fastgp/exceptions.py": "tests/project/test_public_names.py tests/estimators/test_reliability_pd.py",
+        "fastgp/gplvm.py": "tests/estimators/test_gplvm.py",
+        "fastgp/kernels.py": "tests/kernels/test_kernels_ard.py tests/_backend/test_kernel_fallback.py",
         "fastgp/memory/__init__.py": _MEMORY,
         "fastgp/memory/check.py": _MEMORY,
         "fastgp/memory/estimates.py": _MEMORY,
@@ -168,13 +168,13 @@ GROUPS = {
         "fastgp/memory/refuse.py": _MEMORY,
         "fastgp/memory/switch.py": _MEMORY,
         "fastgp/memory/units.py": _MEMORY,
-        "fastgp/precompile.py": "tests/test_numba_cache.py -k 'stamp or precompile'",
-        "fastgp/regressor.py": "tests/test_regressor.py",
+        "fastgp/precompile.py": "tests/_engine/test_numba_cache.py -k 'stamp or precompile'",
+        "fastgp/regressor.py": "tests/estimators/test_regressor.py",
         # the two engine modules outside the cache stamp (no compiled code,
         # config.STAMPED_MODULES): a mutant recompiles nothing, and their
         # tests need the JIT itself (compile time, Numba's thread pool)
-        "fastgp/_engine/compile_time.py": "tests/test_long_fits.py -k compilation",
-        "fastgp/_engine/threads.py": "tests/test_threads.py",
+        "fastgp/_engine/compile_time.py": "tests/_fit/test_long_fits.py -k compilation",
+        "fastgp/_engine/threads.py": "tests/_engine/test_threads.py",
     }),
     "engine": ({"NUMBA_DISABLE_JIT": "1"}, {
         "fastgp/_engine/address_call.py": _ENGINE_CORE,
@@ -185,12 +185,12 @@ GROUPS = {
         "fastgp/_engine/passes.py": _PASSES,
         "fastgp/_engine/signatures.py": _ENGINE_CORE,
         "fastgp/_engine/latent_passes.py": (
-            _PURE + "tests/test_gplvm_gradient.py -k 'not 255 and not 257 and not thread "
+            _PURE + "tests/_solvers/cholesky/test_gplvm_gradient.py -k 'not 255 and not 257 and not thread "
             "and not read_only and not equals_regression'"),
-        "fastgp/_engine/product_passes.py": (_PURE + "tests/test_product_passes.py "
+        "fastgp/_engine/product_passes.py": (_PURE + "tests/_engine/test_product_passes.py "
                                               "-k '(Matern12 or pair_schedule) and not thread "
                                               "and not fallback'"),
-        "fastgp/_engine/maxmin.py": (_PURE + "tests/test_vecchia_core.py "
+        "fastgp/_engine/maxmin.py": (_PURE + "tests/_solvers/vecchia/test_vecchia_core.py "
                                      "-k 'maxmin and 200 or ties or outliers or random_order "
                                      "or update_pairs_filter'"),
         "fastgp/_engine/lanes.py": _VECCHIA_ENGINE,
@@ -198,7 +198,7 @@ GROUPS = {
         "fastgp/_engine/vecchia_block.py": _VECCHIA_ENGINE,
         "fastgp/_engine/vecchia_passes.py": _VECCHIA_ENGINE,
         "fastgp/_engine/vecchia_workers.py": _VECCHIA_ENGINE,
-        "fastgp/_engine/vector_math.py": (_PURE + "tests/test_vector_math.py "
+        "fastgp/_engine/vector_math.py": (_PURE + "tests/_engine/test_vector_math.py "
                                           "-k 'not large_and_special'"),
     }),
 }

@@ -3,7 +3,7 @@ the passes call the interpreter, and the interpreter the leaves, through
 addresses compiled for one fixed signature each. A call site with other
 argument types must be refused when it compiles, and the table must hold the
 leaves of the program it was made for. (The numbers through the table are
-the parity tests' everywhere; tests/test_numba_cache.py checks what a fresh
+the parity tests' everywhere; tests/_engine/test_numba_cache.py checks what a fresh
 install compiles.)"""
 
 import os
@@ -87,7 +87,7 @@ PURE_PYTHON_FILL = textwrap.dedent("""
 def test_without_the_jit_the_table_calls_the_python_functions():
     """NUMBA_DISABLE_JIT=1 (the engine's mutation runs, docs/testing.md): the
     table holds handles and the calls go to the Python functions."""
-    tests = Path(__file__).resolve().parent
+    tests = Path(__file__).resolve().parents[1]
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1",
            "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
     proc = subprocess.run([sys.executable, "-c", PURE_PYTHON_FILL], env=env,

@@ -468,7 +468,7 @@ DOCS_FIT_EXAMPLE = re.compile(r"^python -m fastgp (fit tests/data/fit_example\.c
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_cli_fit_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parents[2]
     (command,) = DOCS_FIT_EXAMPLE.findall((root / "docs" / "quickstart.md").read_text())
     argv = shlex.split(command)
     argv[1] = str(root / argv[1])  # the shipped file, run from elsewhere

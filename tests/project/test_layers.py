@@ -27,7 +27,7 @@ import pathlib
 
 import pytest
 
-PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "fastgp"
+PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "fastgp"
 MODULES = sorted(PACKAGE.rglob("*.py"))
 ESTIMATORS = {"regressor.py", "classifier.py", "gplvm.py"}
 SOLVER_FOLDERS = sorted(p.name for p in (PACKAGE / "_solvers").iterdir()

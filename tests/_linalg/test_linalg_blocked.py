@@ -364,7 +364,7 @@ def test_cholesky_with_jitter_behaves_the_same_on_the_blocked_path(monkeypatch):
 # ------------------------------------------------------ the large-N benchmark
 def _bench_large_n():
     # bench/ is a folder of the repository, not part of the installed package
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from bench import bench_large_n
     return bench_large_n
 

@@ -16,7 +16,7 @@ def test_sklearn_estimator_checks_classifier(estimator, check):
 def test_classifier_docstrings_pass_numpydoc_validation():
     """The classifier's own docstrings (the class, fit, and the memory
     estimate) pass numpydoc's validation with the project's exceptions
-    (tests/test_docstrings.py), and its HTML repr emits no warning."""
+    (tests/project/test_docstrings.py), and its HTML repr emits no warning."""
     import warnings
 
     from numpydoc import validate as numpydoc_validate

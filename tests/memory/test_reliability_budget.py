@@ -33,7 +33,7 @@ def _live_entries(ledger):
     from fastgp.memory.ledger_files import read_entries
 
     return read_entries(str(ledger), 2**62)
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
 
 
 def _files(path):

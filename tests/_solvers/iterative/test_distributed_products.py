@@ -215,7 +215,7 @@ def test_distributed_benchmark_runs_at_a_tiny_n(tmp_path, capsys):
     from pathlib import Path
 
     pytest.importorskip("distributed")
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from bench import bench_distributed
 
     out = tmp_path / "distributed.json"

@@ -135,7 +135,7 @@ def test_parallel_restarts_benchmark_runs_at_a_tiny_n(ledger, tmp_path, capsys):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from bench import bench_restarts
 
     out = tmp_path / "restarts.json"

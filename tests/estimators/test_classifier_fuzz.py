@@ -1,5 +1,5 @@
 """Fuzzing GaussianProcessClassifier's public API, as the regressor's
-(tests/test_reliability_fuzz.py): random shapes, values (extremes and
+(tests/estimators/test_reliability_fuzz.py): random shapes, values (extremes and
 non-finite ones included), labels and parameters; every outcome is a correct
 result or a documented exception.
 

@@ -14,7 +14,7 @@ import pytest
 import fastgp
 from fastgp import exceptions
 
-API_RST = Path(__file__).resolve().parent.parent / "docs" / "api.rst"
+API_RST = Path(__file__).resolve().parents[2] / "docs" / "api.rst"
 
 #: Names users import from each public module; each stays importable there
 #: (a module may add names, never lose these).

@@ -22,7 +22,7 @@ import warnings
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -70,7 +70,7 @@ def test_page_examples_run_without_a_warning(path, monkeypatch):
     # whether a fit counts as long (LongFitWarning) depends on the machine's
     # speed and load, not on the example: under pytest-xdist on 2 cores the
     # README's GPLVM measured 0.14 s per evaluation, quiet 0.07 s.
-    # tests/test_long_fits.py checks the notice itself
+    # tests/_fit/test_long_fits.py checks the notice itself
     monkeypatch.setattr("fastgp._fit.clock.LONG_FIT_SECONDS", math.inf)
     namespace = {"__name__": "__main__"}
     for line, code in _runnable(path):

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 # bench/ is a folder of the repository, not part of the installed package
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
 from bench import compare  # noqa: E402

@@ -1,6 +1,6 @@
 """GaussianProcessRegressor(solver="vecchia"): Vecchia's approximation as the
 estimator runs it (docs/design.md, "Vecchia's approximation"). The
-conformance battery (tests/test_solver_conformance.py) checks it against the
+conformance battery (tests/_solvers/test_solver_conformance.py) checks it against the
 dense reference where it is exact; these tests check what is its own: the
 optimiser, the neighbours in the length-scaled space, restarts and threads,
 predictions on few neighbours, and answers to bad input."""
