@@ -2,6 +2,7 @@
 
     python -m bench.bench_busy_machine                 # N = 1,500, ten calls per case
     python -m bench.bench_busy_machine --n 500 --repeats 3
+    python -m bench.bench_busy_machine --fits 1000,2500 --repeats 3   # whole fits
 
 The question of a shared machine: another fastgp fit, or any NumPy/SciPy job,
 keeps cores busy, and a library that starts as many threads as there are
@@ -28,6 +29,14 @@ user's thread settings throughout). Cases, in this order:
    scheduler places the competitor's two threads and one more as two on
    one core and one on the other, so any single-threaded computation gets
    about half a core; a 1-thread fastgp evaluation cannot do better.
+
+``--fits N1,N2``: whole fits instead, the question a user meets. A 2-D ARD
+problem (bench/_problems.py's "ard10" cut to its first two dimensions,
+C*RBF(two length scales) + White, ``n_restarts_optimizer=3``, random_state
+0) at each N, each fit in a fresh process (its compilation loaded from the
+cache by a warm-up fit first), under the 2-thread competitor, with the
+policy on and off in turn (FASTGP_ADAPTIVE_THREADS), ``--repeats``
+alternations; the fits' wall times, and quiet ones for scale.
 
 Each case makes one untimed warm-up call and then ``--repeats`` timed calls;
 the table gives the median and the worst, and each as a multiple of the
@@ -114,15 +123,80 @@ def time_reference_loop(repeats, size=600, products=10):
     return seconds
 
 
+#: One fit of --fits, in a fresh process (N in argv[1]); prints its seconds.
+FIT = r"""
+import sys, time, warnings
+import numpy as np
+from sklearn.gaussian_process.kernels import RBF, WhiteKernel, ConstantKernel as C
+from fastgp import GaussianProcessRegressor
+from bench._problems import ard_10d
+n = int(sys.argv[1])
+X, y = ard_10d(n, seed=0, d=2)
+kernel = C(1.0) * RBF([1.0, 1.0]) + WhiteKernel(1.0)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    GaussianProcessRegressor(kernel, random_state=0).fit(X[:300], y[:300])  # warm-up
+    start = time.perf_counter()
+    gpr = GaussianProcessRegressor(kernel, n_restarts_optimizer=3, random_state=0).fit(X, y)
+print(time.perf_counter() - start, gpr.log_marginal_likelihood_value_, flush=True)
+"""
+
+
+def time_fits(sizes, repeats, competitor_size, competitor_threads):
+    """{case: [seconds, ...]} of whole fits (module docstring, ``--fits``)."""
+    import os
+
+    def fit(n, adaptive):
+        env = dict(os.environ, FASTGP_ADAPTIVE_THREADS="1" if adaptive else "0")
+        done = subprocess.run([sys.executable, "-c", FIT, str(n)], env=env, cwd=REPO_ROOT,
+                              capture_output=True, text=True, check=True)
+        seconds, value = done.stdout.split()
+        return float(seconds), float(value)
+
+    cases = {}
+    for n in sizes:
+        cases[f"N = {n}, quiet, policy on"] = [fit(n, True) for _ in range(repeats)]
+        competitor = start_competitor(competitor_size, competitor_threads)
+        try:
+            for _ in range(repeats):
+                for adaptive in (True, False):
+                    name = f"N = {n}, busy, policy {'on' if adaptive else 'off'}"
+                    cases.setdefault(name, []).append(fit(n, adaptive))
+        finally:
+            competitor.kill()
+            competitor.wait()
+    return cases
+
+
+def main_fits(args):
+    cases = time_fits(args.fits, args.repeats, args.competitor_size, args.competitor_threads)
+    rows = [[name, ", ".join(f"{s:.2f}" for s, _ in runs),
+             f"{statistics.median(s for s, _ in runs):.2f}",
+             f"{runs[0][1]:.6f}"] for name, runs in cases.items()]
+    print("whole fits (s), 2-D ARD with 3 restarts, beside a "
+          f"{args.competitor_threads}-thread OpenBLAS competitor")
+    print(format_table(["case", "fits (s)", "median (s)", "log marginal likelihood"], rows))
+    write_json(args.out.with_name("busy_machine_fits.json"),
+               dict(environment=environment(), repeats=args.repeats,
+                    competitor_threads=args.competitor_threads,
+                    cases={name: [dict(seconds=s, lml=v) for s, v in runs]
+                           for name, runs in cases.items()}))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_500)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--competitor-size", type=int, default=1_000)
     parser.add_argument("--competitor-threads", type=int, default=2)
+    parser.add_argument("--fits", type=lambda text: [int(v) for v in text.split(",")],
+                        default=None, help="time whole fits at these N instead")
     parser.add_argument("--out", type=Path,
                         default=REPO_ROOT / "bench/results/busy_machine.json")
     args = parser.parse_args(argv)
+    if args.fits:
+        return main_fits(args)
 
     import numba
     from threadpoolctl import threadpool_limits
