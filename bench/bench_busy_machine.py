@@ -202,7 +202,7 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
 
     from fastgp._backend.covariance import make_covariance
-    from fastgp._solvers.cholesky.workspace import Workspace
+    from fastgp._solvers.workspace import Workspace
     from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
     problem = make_problem("1d", args.n)

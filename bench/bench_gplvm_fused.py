@@ -29,7 +29,7 @@ from ._measure import interleaved_medians
 def measure(n, repeats):
     from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
     from fastgp._linalg.lapack import cho_inverse_in_place
-    from fastgp._solvers.cholesky.workspace import Workspace
+    from fastgp._solvers.workspace import Workspace
 
     rng = np.random.default_rng(0)
     Y = rng.standard_normal((n, 12))

@@ -78,7 +78,7 @@ def _options(spec):
 def _objectives(spec):
     """(X, y, kernel, {solver: objective}) for the spec's problem."""
     from fastgp._backend.covariance import make_covariance
-    from fastgp._solvers.cholesky.workspace import Workspace
+    from fastgp._solvers.workspace import Workspace
     from fastgp._solvers.iterative.objective import IterativeNegLogMarginalLikelihood
     from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 

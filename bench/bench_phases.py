@@ -54,7 +54,7 @@ def _setup(name, n):
     from fastgp._linalg import lapack as linalg
     from fastgp._backend.covariance import make_covariance
     from fastgp._backend.latent import LatentCovariance
-    from fastgp._solvers.cholesky.workspace import Workspace
+    from fastgp._solvers.workspace import Workspace
     from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
     from fastgp._solvers.latent_density import lower_latent_kernel
     from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood

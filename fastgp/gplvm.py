@@ -106,17 +106,17 @@ class GPLVM(PortableState, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         and undo the same.
     alpha : float, default=1e-8
         Jitter added to the diagonal of K.
+    device : {"cpu", "cuda", "cuda:<index>"}, default="cpu"
+        Where the fit runs: "cuda" keeps the N x N buffer in an NVIDIA GPU's
+        memory (docs/gpu.md; ``pip install "fastgp[cuda]"``), with the same
+        results as on the CPU to rounding; ``L_`` is then a CuPy array on
+        that GPU, and transform and inverse_transform run there.
     random_state : int, RandomState instance or None, default=None
         Draws the random initial latent points (``init="random"``, or the
         dimensions beyond the data's rank with ``init="pca"``).
     verbose : int, default=0
         If positive, print the objective, the gradient norm and the time per
         iteration every iteration.
-    device : {"cpu", "cuda", "cuda:<index>"}, default="cpu"
-        Where the fit runs: "cuda" keeps the N x N buffer in an NVIDIA GPU's
-        memory (docs/gpu.md; ``pip install "fastgp[cuda]"``), with the same
-        results as on the CPU to rounding; ``L_`` is then a CuPy array on
-        that GPU, and transform and inverse_transform run there.
 
     Attributes
     ----------
@@ -202,9 +202,9 @@ class GPLVM(PortableState, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         tol=1e-6,
         standardize=False,
         alpha=1e-8,
+        device="cpu",
         random_state=None,
         verbose=0,
-        device="cpu",
     ):
         self.n_components = n_components
         self.kernel = kernel
@@ -215,9 +215,9 @@ class GPLVM(PortableState, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         self.tol = tol
         self.standardize = standardize
         self.alpha = alpha
+        self.device = device
         self.random_state = random_state
         self.verbose = verbose
-        self.device = device
 
     # ------------------------------------------------------------------ fit
     @fit_context(prefer_skip_nested_validation=True)

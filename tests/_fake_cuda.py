@@ -194,16 +194,25 @@ class FakeBindings:
         lower = np.tril_indices(n)
         C[lower] = (product + beta * C)[lower] if beta else product[lower]
 
-    def dtrsm(self, handle, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
-        self._record("dtrsm", handle, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb)
+    def _triangular_operands(self, alpha, side, m, n, a, lda, b, ldb):
+        """(alpha, A, B) of a dtrsm or dtrmm (A the triangle, B the m x n
+        operand), alpha recorded; None where no memory is emulated."""
         alpha = _host_double(alpha)
         self.scalars.append((alpha,))
         if self.memory is None:
-            return
+            return None
         order = m if side == 0 else n
         A = self._matrix(a, order, order, lda)
         B = self._matrix(b, m, n, ldb)
         self._disjoint(B, A)
+        return alpha, A, B
+
+    def dtrsm(self, handle, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb):
+        self._record("dtrsm", handle, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb)
+        operands = self._triangular_operands(alpha, side, m, n, a, lda, b, ldb)
+        if operands is None:
+            return
+        alpha, A, B = operands
         self._triangle(A, uplo, diag)
         B[...] = blas.dtrsm(alpha, np.array(A), np.array(B), side=side, lower=1,
                             trans_a=trans, diag=0)
@@ -211,15 +220,11 @@ class FakeBindings:
     def dtrmm(self, handle, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb, c, ldc):
         self._record("dtrmm", handle, side, uplo, trans, diag, m, n, alpha, a, lda, b, ldb,
                      c, ldc)
-        alpha = _host_double(alpha)
-        self.scalars.append((alpha,))
-        if self.memory is None:
+        operands = self._triangular_operands(alpha, side, m, n, a, lda, b, ldb)
+        if operands is None:
             return
-        order = m if side == 0 else n
-        A = self._matrix(a, order, order, lda)
-        B = self._matrix(b, m, n, ldb)
+        alpha, A, B = operands
         C = self._matrix(c, m, n, ldc)
-        self._disjoint(B, A)
         T = self._op(self._triangle(A, uplo, diag), trans)
         C[...] = alpha * (T @ B if side == 0 else B @ T)  # cuBLAS: out of place
 

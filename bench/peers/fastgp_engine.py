@@ -1,7 +1,7 @@
 """fastgp: the one-buffer objective an optimiser step calls.
 
 ``loss_grad`` is :class:`fastgp._solvers.cholesky.objective.NegLogMarginalLikelihood` with one
-:class:`~fastgp._solvers.cholesky.workspace.Workspace` reused across calls, exactly what
+:class:`~fastgp._solvers.workspace.Workspace` reused across calls, exactly what
 :meth:`fastgp.GaussianProcessRegressor.fit` evaluates per L-BFGS-B step;
 ``fit`` is the estimator itself (its final factorisation and kept ``L_``
 included).
@@ -36,7 +36,7 @@ class FastGP(Adapter):
 
     def prepare(self, problem):
         from fastgp._backend.covariance import make_covariance
-        from fastgp._solvers.cholesky.workspace import Workspace
+        from fastgp._solvers.workspace import Workspace
         from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
         self.problem = problem

@@ -141,7 +141,7 @@ class FastGPLVM(_GPLVMAdapter):
 
     def prepare(self, problem):
         from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
-        from fastgp._solvers.cholesky.workspace import Workspace
+        from fastgp._solvers.workspace import Workspace
 
         self.problem = problem
         self.objective = LatentNegLogMarginalLikelihood(

@@ -34,7 +34,7 @@ def regression(request, n):
     """(problem, FastCovariance, NegLogMarginalLikelihood) at theta0, the
     Numba routines already compiled (a small call first)."""
     from fastgp._backend.covariance import make_covariance
-    from fastgp._solvers.cholesky.workspace import Workspace
+    from fastgp._solvers.workspace import Workspace
     from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
     def build(size):

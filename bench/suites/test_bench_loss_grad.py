@@ -27,7 +27,7 @@ def test_bench_gplvm_loss_grad(benchmark, n):
     """How long does one GPLVM loss+gradient take (Y (N, 12), Q = 2: the
     latent and hyperparameter gradients in one fused pass)?"""
     latent = pytest.importorskip("fastgp._solvers.cholesky.latent")
-    from fastgp._solvers.cholesky.workspace import Workspace
+    from fastgp._solvers.workspace import Workspace
 
     def build(size):
         problem = make_problem("gplvm", size)

@@ -69,22 +69,26 @@ _OPERATIONS = {"N": 0, "T": 1}  # cublasOperation_t: CUBLAS_OP_N, CUBLAS_OP_T
 _SIDES = {"L": 0, "R": 1}       # cublasSideMode_t: CUBLAS_SIDE_LEFT, _RIGHT
 
 
+def _code(table, letter, name):
+    """cuBLAS's enum value of BLAS's ``letter`` in ``table``; ValueError
+    naming ``name`` and the letters allowed for anything else."""
+    try:
+        return table[letter]
+    except (KeyError, TypeError):
+        allowed = " or ".join(repr(key) for key in table)
+        raise ValueError(f"{name} must be {allowed}, got {letter!r}") from None
+
+
 def operation(trans):
     """cuBLAS's operation for BLAS's ``trans`` letter: "N" -> 0, "T" -> 1;
     ValueError for anything else."""
-    try:
-        return _OPERATIONS[trans]
-    except (KeyError, TypeError):
-        raise ValueError(f"trans must be 'N' or 'T', got {trans!r}") from None
+    return _code(_OPERATIONS, trans, "trans")
 
 
 def side(letter):
     """cuBLAS's side for BLAS's ``side`` letter: "L" -> 0, "R" -> 1;
     ValueError for anything else."""
-    try:
-        return _SIDES[letter]
-    except (KeyError, TypeError):
-        raise ValueError(f"side must be 'L' or 'R', got {letter!r}") from None
+    return _code(_SIDES, letter, "side")
 
 
 def layout(A, name="A"):

@@ -18,7 +18,7 @@ no scheduler and opens no socket of its own.
   same number of threads (always below 256 samples, which run serial).
 - **Its own workspace per run.** A worker runs a copy of the objective
   (``objective.for_worker()``: on the Cholesky path a fresh, unallocated
-  :class:`~fastgp._solvers.cholesky.workspace.Workspace`), so runs that share
+  :class:`~fastgp._solvers.workspace.Workspace`), so runs that share
   a process (the threading backend) never share a buffer.
 - **Every buffer that runs at once is reserved.** Each run reserves its
   fit's estimate in the ledger of the machine it runs on

@@ -308,9 +308,10 @@ class GuardedObjective(ABC):
     gradient, where the point has no finite answer: :func:`guarded_value`,
     :func:`guarded_value_and_grad`) and counted in ``n_evaluations``.
 
-    A subclass defines :meth:`value_and_grad_at` (and :meth:`value_at` where
-    the value alone is cheaper), which may raise NotPositiveDefiniteError or
-    :class:`PointFailed`, and :attr:`n_samples`; one whose solver runs
+    A subclass defines :attr:`n_samples` and either ``evaluate(point,
+    with_gradient=True) -> (value, gradient or None)`` or
+    :meth:`value_and_grad_at` and :meth:`value_at` themselves; they may raise
+    NotPositiveDefiniteError or :class:`PointFailed`. One whose solver runs
     restarts in joblib workers defines :meth:`for_worker`.
     """
 
@@ -322,14 +323,13 @@ class GuardedObjective(ABC):
     def n_samples(self):
         """The training samples (the size the thread policy and the clock read)."""
 
-    @abstractmethod
     def value_and_grad_at(self, point):
         """(value, gradient) at ``point``, unguarded."""
+        return self.evaluate(point)
 
     def value_at(self, point):
-        """The value alone at ``point``, unguarded (default: without its
-        gradient where the subclass knows how; here, with it)."""
-        return self.value_and_grad_at(point)[0]
+        """The value alone at ``point``, unguarded (no gradient computed)."""
+        return self.evaluate(point, False)[0]
 
     def __call__(self, point):
         """(value, gradient); (inf, zeros) where there is no finite answer."""

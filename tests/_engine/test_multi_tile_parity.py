@@ -36,7 +36,7 @@ from fastgp import GaussianProcessRegressor
 from fastgp._engine.interpreter import TILE
 from fastgp._engine.threads import SERIAL_BELOW
 from fastgp._backend.covariance import FastCovariance, make_covariance
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
 
 #: Numba thread counts compared.

@@ -15,7 +15,7 @@ from fastgp import GPLVM, GaussianProcessRegressor
 from fastgp._fit.report import IterationReport
 from fastgp._solvers.base import FactorTexts
 from fastgp._solvers.kept_factor import final_factor
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
 from fastgp.exceptions import JitterWarning, NotPositiveDefiniteError
 from fastgp.memory import MemoryReading
@@ -254,7 +254,7 @@ def test_fitting_guarded_value_answers_inf_where_the_objective_has_none():
 def test_fitting_workspace_checks_the_bytes_its_buffer_takes(monkeypatch, n):
     """The memory check before the N x N buffer is allocated asks for what
     the buffer will take, no less."""
-    import fastgp._solvers.cholesky.workspace as workspace_module
+    import fastgp._solvers.workspace as workspace_module
 
     asked = []
     monkeypatch.setattr(workspace_module, "check_memory",

@@ -20,7 +20,7 @@ from fastgp._linalg.blas_pool import RELEASE_ENV, release_blas_workers
 from fastgp._backend.covariance import make_covariance
 from fastgp._solvers.cholesky import laplace
 from fastgp._solvers.cholesky import objective as cholesky_objective
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
 # a pthreads OpenBLAS's thread count, a task counter and an SPD matrix

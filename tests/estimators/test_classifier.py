@@ -20,7 +20,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel as C
 from fastgp import GaussianProcessClassifier
 from fastgp._backend.covariance import make_covariance
 from fastgp.exceptions import SlowKernelWarning
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 from fastgp._solvers.cholesky.laplace import (
     LaplaceObjective,
     fill_B_from_upper,

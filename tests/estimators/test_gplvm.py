@@ -18,7 +18,7 @@ from sklearn.model_selection import train_test_split
 from fastgp import GPLVM
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
 from fastgp._solvers.cholesky.latent import predictive_density as PredictiveNegLogDensity
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 
 
 @pytest.fixture(autouse=True)

@@ -184,7 +184,7 @@ def test_pd_indefinite_objective_is_infinite_with_a_zero_gradient():
     # in optimisation, non-PD is an infinite objective (what makes a line
     # search back off), never an exception
     from fastgp._backend.covariance import make_covariance
-    from fastgp._solvers.cholesky.workspace import Workspace
+    from fastgp._solvers.workspace import Workspace
     from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 
     X, y = _data(10)

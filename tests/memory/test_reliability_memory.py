@@ -18,7 +18,7 @@ from conftest import assert_peaks_within_checked_estimates
 from fastgp import GaussianProcessRegressor
 from fastgp.memory import MemoryReading, skip_memory_check
 from fastgp.exceptions import InsufficientMemoryError
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 
 #: A request for N = 200,000 (320 GB for the buffer alone).
 N_HUGE = 200_000

@@ -129,7 +129,7 @@ GROUPS = {
                                       "tests/_solvers/vecchia/test_vecchia_distributed.py",
         "fastgp/_solvers/cholesky/__init__.py": _FIT + " tests/estimators/test_regressor.py",
         "fastgp/_solvers/kept_factor.py": _FIT,
-        "fastgp/_solvers/cholesky/workspace.py": _FIT,
+        "fastgp/_solvers/workspace.py": _FIT,
         "fastgp/_solvers/cholesky/objective.py": "tests/_solvers/cholesky/test_objective.py "
                                                  "tests/estimators/test_reliability_pd.py",
         "fastgp/_solvers/cholesky/latent.py": "tests/_solvers/cholesky/test_gplvm_gradient.py",

@@ -3,7 +3,6 @@ one-buffer plan"): the solver of the regression, the GPLVM and the Laplace
 classifier on the CPU.
 
 =========================  ====================================================
-``workspace.py``           the one N x N buffer a fit reuses
 ``objective.py``           the regression's negative log marginal likelihood
                            and gradient
 ``latent.py``              the GPLVM's objective and the predictive density of
@@ -21,7 +20,7 @@ from .laplace import LaplaceObjective
 from .latent import LatentNegLogMarginalLikelihood, predictive_density
 from .objective import NegLogMarginalLikelihood
 from ..predictive import predict_mean_cov, predict_mean_var
-from .workspace import Workspace
+from ..workspace import Workspace
 
 __all__ = ["CholeskySolver"]
 

@@ -212,7 +212,7 @@ class LaplaceObjective(GuardedObjective):
         (:mod:`fastgp._backend.covariance`).
     y : ndarray of shape (n_samples,)
         Labels in {0, 1}.
-    workspace : fastgp._solvers.cholesky.workspace.Workspace
+    workspace : fastgp._solvers.workspace.Workspace
         The one N x N buffer; overwritten by every call.
     max_iter : int
         Newton iterations per evaluation (scikit-learn's ``max_iter_predict``).

@@ -56,7 +56,7 @@ class LatentNegLogMarginalLikelihood(LatentLayout, BufferObjective):
         Latent dimension Q.
     diag_add : float or ndarray of shape (n_samples,)
         Added to K's diagonal (jitter).
-    workspace : fastgp._solvers.cholesky.workspace.Workspace
+    workspace : fastgp._solvers.workspace.Workspace
         Holds the N x N buffer; overwritten by every call.
 
     Where K is not positive definite or a value is not finite the call

@@ -10,7 +10,7 @@ One evaluation with gradient: fill K's lower triangle into the workspace,
 dpotrf in place (the factor L), A = K^-1 Y by dpotrs, log|K| from diag(L),
 dpotri in place (K^-1's lower triangle), then one fused pass that forms W entry
 by entry and reduces it against dK recomputed on the fly. The workspace
-(:class:`~fastgp._solvers.cholesky.workspace.Workspace`) is allocated once and
+(:class:`~fastgp._solvers.workspace.Workspace`) is allocated once and
 reused by every call.
 
 This module owns the regression objective's mathematics and the evaluation
@@ -35,7 +35,7 @@ from ..._linalg.lapack import (
     release_blas_before_pass,
 )
 from ..base import GuardedObjective, PointFailed, regression_targets
-from .workspace import Workspace
+from ..workspace import Workspace
 
 __all__ = ["BufferObjective", "NegLogMarginalLikelihood"]
 
@@ -73,7 +73,7 @@ class NegLogMarginalLikelihood(BufferObjective):
         Targets, already normalised if the estimator normalises.
     diag_add : ndarray of shape (n_samples,)
         Added to K's diagonal (scikit-learn's ``alpha``).
-    workspace : fastgp._solvers.cholesky.workspace.Workspace
+    workspace : fastgp._solvers.workspace.Workspace
         Holds the N x N buffer; overwritten by every call.
 
     Where K is not positive definite (dpotrf fails) or a value is not finite,

@@ -4,6 +4,7 @@
 import numpy as np
 
 from ..._linalg.device_blocked import cholesky_in_place, factor_diagonal
+from ..workspace import Workspace
 
 __all__ = ["DeviceWorkspace", "DeviceFactor"]
 
@@ -12,7 +13,7 @@ __all__ = ["DeviceWorkspace", "DeviceFactor"]
 COLUMNS = 1024
 
 
-class DeviceWorkspace:
+class DeviceWorkspace(Workspace):
     """The one N x N float64 buffer (F-ordered) in a device's memory that a
     fit reuses for K, its factor L and K^-1 in turn; allocated on first use,
     after the device's memory is checked (the backstop: the fit's own check
@@ -27,23 +28,19 @@ class DeviceWorkspace:
     """
 
     def __init__(self, device, n, check):
+        super().__init__(n)
         self.device = device
-        self.n = int(n)
-        self._check = check
-        self._buffer = None
+        self._check_device = check
 
-    @property
-    def nbytes(self):
-        return 8 * self.n * self.n
+    def check(self):
+        self._check_device(self.nbytes, n_samples=self.n,
+                           operation="Allocating fastgp's N x N workspace on "
+                                     + self.device.name,
+                           remedies=["use fewer samples (a random subset, or aggregate "
+                                     "neighbouring points)"])
 
-    def buffer(self):
-        if self._buffer is None:
-            self._check(self.nbytes, n_samples=self.n,
-                        operation="Allocating fastgp's N x N workspace on " + self.device.name,
-                        remedies=["use fewer samples (a random subset, or aggregate "
-                                  "neighbouring points)"])
-            self._buffer = self.device.xp.empty((self.n, self.n), order="F")
-        return self._buffer
+    def allocate(self):
+        return self.device.xp.empty((self.n, self.n), order="F")
 
     def clear_strict_upper(self, B):
         """Zero the strict upper triangle of B (n, n) on the device, a block
@@ -55,11 +52,6 @@ class DeviceWorkspace:
             B[:j0, j0:j1] = 0.0
             diagonal = B[j0:j1, j0:j1]
             diagonal[...] = xp.tril(diagonal)
-
-    def release(self):
-        """Hand the buffer to the caller (the kept factor L_) and forget it."""
-        buffer, self._buffer = self._buffer, None
-        return buffer
 
 
 class DeviceFactor:

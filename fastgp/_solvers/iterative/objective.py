@@ -228,14 +228,6 @@ class IterativeNegLogMarginalLikelihood(GuardedObjective):
         grad = self._gradient(theta, system, A, U, Z) if with_gradient else None
         return value, grad
 
-    def value_at(self, theta):
-        """L(theta) alone; raises NotPositiveDefiniteError or PointFailed."""
-        return self.evaluate(theta, with_gradient=False)[0]
-
-    def value_and_grad_at(self, theta):
-        """(L(theta), dL/dtheta (n_theta,)); raises as :meth:`value_at`."""
-        return self.evaluate(theta)
-
     def final(self, theta):
         """The kept model at theta: (A (n, T), value, system); raises
         NotPositiveDefiniteError."""

@@ -165,14 +165,6 @@ class VecchiaNegLogLikelihood(GuardedObjective):
             raise PointFailed
         return nll, grad
 
-    def value_at(self, theta):
-        """L(theta) alone; raises NotPositiveDefiniteError or PointFailed."""
-        return self.evaluate(theta, want_grad=False)[0]
-
-    def value_and_grad_at(self, theta):
-        """(L(theta), dL/dtheta (n_theta,)); raises as :meth:`value_at`."""
-        return self.evaluate(theta)
-
     def dual(self, theta):
         """Vecchia's K~^-1 Y (n, T) in the estimator's sample order; raises
         NotPositiveDefiniteError."""

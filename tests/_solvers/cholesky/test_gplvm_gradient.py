@@ -23,7 +23,7 @@ from fastgp._engine import interpreter as _interpreter
 from fastgp import kernels as fastgp_kernels
 from fastgp._backend.covariance import kernel_input
 from fastgp._backend.latent import has_non_stationary_leaf, latent_blocks
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 from fastgp._solvers.cholesky.latent import LatentNegLogMarginalLikelihood
 from fastgp._solvers.cholesky.latent import predictive_density as PredictiveNegLogDensity
 from fastgp._solvers.latent_density import lower_latent_kernel

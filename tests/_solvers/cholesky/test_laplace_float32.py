@@ -14,7 +14,7 @@ import fastgp._linalg.blocked as blocked_lapack
 import fastgp._solvers.cholesky.laplace as laplace
 from fastgp import GaussianProcessClassifier
 from fastgp._backend.covariance import make_covariance
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 from fastgp._solvers.cholesky.laplace import LaplaceObjective
 from fastgp.exceptions import NotPositiveDefiniteError
 from fastgp._linalg.lapack import (

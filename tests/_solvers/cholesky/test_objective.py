@@ -23,7 +23,7 @@ from conftest import (
 )
 from fastgp import GaussianProcessRegressor
 from fastgp._backend.covariance import KernelObjectCovariance, make_covariance
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 from fastgp._solvers.cholesky.objective import NegLogMarginalLikelihood
 from fastgp.exceptions import JitterWarning
 

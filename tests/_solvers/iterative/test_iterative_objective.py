@@ -17,7 +17,7 @@ from sklearn.gaussian_process.kernels import (
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 
 from fastgp._backend.covariance import make_covariance
-from fastgp._solvers.cholesky.workspace import Workspace
+from fastgp._solvers.workspace import Workspace
 from fastgp._solvers.iterative.objective import (
     TRIAL_CG_FACTOR,
     TRIAL_CG_FLOOR,

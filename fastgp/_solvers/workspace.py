@@ -1,10 +1,11 @@
-"""The one N x N buffer of the Cholesky path (docs/design.md, "The one-buffer
-plan"), shared by the regression, GPLVM and Laplace objectives."""
+"""The one N x N buffer of the exact path (docs/design.md, "The one-buffer
+plan"), shared by the regression, GPLVM and Laplace objectives: in host
+memory here, in a device's through a subclass (the GPU path's)."""
 
 import numpy as np
 
-from ..._linalg.lapack import zero_strict_upper
-from ...memory import check_memory
+from .._linalg.lapack import zero_strict_upper
+from ..memory import check_memory
 
 __all__ = ["Workspace"]
 
@@ -30,14 +31,23 @@ class Workspace:
         return 8 * self.n * self.n
 
     def buffer(self):
+        """The buffer, allocated on first use after :meth:`check`."""
         if self._buffer is None:
-            check_memory(self.nbytes, n_samples=self.n,
-                         operation="Allocating fastgp's N x N workspace",
-                         remedies=["use fewer samples (a random subset, or "
-                                   "aggregate neighbouring points)",
-                                   "use a machine with more memory"])
-            self._buffer = np.empty((self.n, self.n), dtype=np.float64, order="F")
+            self.check()
+            self._buffer = self.allocate()
         return self._buffer
+
+    def check(self):
+        """The memory check before the buffer is allocated (host memory)."""
+        check_memory(self.nbytes, n_samples=self.n,
+                     operation="Allocating fastgp's N x N workspace",
+                     remedies=["use fewer samples (a random subset, or "
+                               "aggregate neighbouring points)",
+                               "use a machine with more memory"])
+
+    def allocate(self):
+        """A new (n, n) F-ordered float64 buffer (host memory)."""
+        return np.empty((self.n, self.n), dtype=np.float64, order="F")
 
     @staticmethod
     def clear_strict_upper(B):
