@@ -133,6 +133,17 @@ def assert_close_to(got, expected, rtol):
                                atol=rtol * np.max(np.abs(expected)))
 
 
+def assert_gradient_matches_central_differences(objective, theta, h=1e-5):
+    """The objective's gradient at ``theta`` against central differences of
+    its value, step ``h`` in each coordinate."""
+    _, grad = objective(theta)
+    differences = np.array([
+        (objective.value(theta + h * e) - objective.value(theta - h * e)) / (2 * h)
+        for e in np.eye(theta.size)])
+    np.testing.assert_allclose(grad, differences, rtol=1e-5,
+                               atol=1e-6 * np.max(np.abs(differences)))
+
+
 def assert_same_bits(first, second):
     """Two tuples of arrays hold the same bits, entry by entry."""
     assert len(first) == len(second)
@@ -233,14 +244,7 @@ class SolverConformance:
     def test_conformance_gradient_matches_central_differences(self, case):
         kernel, X, Y, diag_add, _ = problem(case)
         _, _, objective = self.objective(kernel, X, Y, diag_add)
-        theta = kernel.theta
-        _, grad = objective(theta)
-        h = 1e-5
-        differences = np.array([
-            (objective.value(theta + h * e) - objective.value(theta - h * e)) / (2 * h)
-            for e in np.eye(theta.size)])
-        np.testing.assert_allclose(grad, differences, rtol=1e-5,
-                                   atol=1e-6 * np.max(np.abs(differences)))
+        assert_gradient_matches_central_differences(objective, kernel.theta)
 
     @pytest.mark.parametrize("case", list(CASES))
     def test_conformance_predictions_match_the_dense_reference(self, case):
@@ -454,14 +458,7 @@ class MeanConformance:
     def test_mean_gradient_matches_central_differences(self, spec, method):
         kernel, X, Y, diag_add, _ = problem("C*Matern52-ard+White, per-sample alpha, T=2")
         _, _, objective, _ = self.mean_objective(kernel, X, Y, diag_add, MEANS[spec], method)
-        theta = kernel.theta
-        _, grad = objective(theta)
-        h = 1e-5
-        differences = np.array([
-            (objective.value(theta + h * e) - objective.value(theta - h * e)) / (2 * h)
-            for e in np.eye(theta.size)])
-        np.testing.assert_allclose(grad, differences, rtol=1e-5,
-                                   atol=1e-6 * np.max(np.abs(differences)))
+        assert_gradient_matches_central_differences(objective, kernel.theta)
 
     @pytest.mark.parametrize("method", METHODS)
     @pytest.mark.parametrize("spec", list(MEANS))

@@ -344,3 +344,32 @@ def test_mean_vecchia_likelihood_reuses_the_fitted_layout(mean, monkeypatch):
     gpr.X_train_[0, 0] += 0.01  # the inputs moved: the layout is found again
     gpr.log_marginal_likelihood(theta, eval_gradient=True)
     assert found == [1, 1, 1]
+
+
+def test_mean_vecchia_on_workers_gives_the_in_process_bits(monkeypatch):
+    # the mean's passes (the rows' pass on [Y, Q], the likelihood pass on the
+    # residuals E sent with every task, REML's second pass) as joblib tasks
+    # over groups of blocks: the in-process bits
+    import joblib
+
+    from fastgp._backend.covariance import make_covariance
+    from fastgp._solvers.choice import make_solver
+    from fastgp._solvers.mean import mean_term
+    from fastgp._solvers.vecchia import distributed
+
+    X, y, _ = trend_data(n=3000)
+    params = GaussianProcessRegressor(kernel(), solver="vecchia", n_neighbors=8).get_params()
+    solver = make_solver("vecchia", params)
+    objective = solver.objective(make_covariance(kernel(), X), y[:, None],
+                                 np.full(len(y), 1e-10), solver.draw(np.random.RandomState(0)),
+                                 mean=mean_term("linear", "reml", X))
+    theta = kernel().theta + 0.2
+    here = objective(theta)
+    here_dual = objective.dual(theta)
+    monkeypatch.setattr(distributed, "tasks_on_workers", lambda: True)
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        there = objective(theta)
+        there_dual = objective.dual(theta)
+        assert objective._sums.dispatcher.traffic.tasks > 0
+    assert_same_bits(here, there)
+    np.testing.assert_array_equal(here_dual, there_dual)

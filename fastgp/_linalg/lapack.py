@@ -193,28 +193,24 @@ def solve_lower_in_place(L, B):
     """Overwrite ``B`` (n, m) float64 F-contiguous with L^-1 B (dtrtrs, as
     fixed tiles of B's columns: :mod:`fastgp._linalg.tiles`), L the lower
     triangle of an (n, n) F-contiguous array."""
-    if _tiles_apply(L, B):
-        zeros = np.flatnonzero(np.diagonal(L) == 0.0)
-        if zeros.size:
-            raise np.linalg.LinAlgError(f"dtrtrs failed with info={int(zeros[0]) + 1}")
-        return blocked_lapack.solve_lower_columns(L, B)
-    X, info = lapack.dtrtrs(L, B, lower=1, trans=0, unitdiag=0, overwrite_b=1)
-    _check_same(X, B, "dtrtrs")
-    if info != 0:
-        raise np.linalg.LinAlgError(f"dtrtrs failed with info={info}")
-    return B
+    return _solve_lower(L, B, transposed=False)
 
 
 def solve_lower_transposed_in_place(L, B):
     """Overwrite ``B`` (n, m) float64 F-contiguous with L^-T B (dtrtrs with
     the transpose, as fixed tiles of B's columns), L the lower triangle of
     an (n, n) F-contiguous array."""
+    return _solve_lower(L, B, transposed=True)
+
+
+def _solve_lower(L, B, transposed):
+    """L^-1 B or L^-T B over B in place (the two functions above)."""
     if _tiles_apply(L, B):
         zeros = np.flatnonzero(np.diagonal(L) == 0.0)
         if zeros.size:
             raise np.linalg.LinAlgError(f"dtrtrs failed with info={int(zeros[0]) + 1}")
-        return blocked_lapack.solve_lower_columns(L, B, transposed=True)
-    X, info = lapack.dtrtrs(L, B, lower=1, trans=1, unitdiag=0, overwrite_b=1)
+        return blocked_lapack.solve_lower_columns(L, B, transposed=transposed)
+    X, info = lapack.dtrtrs(L, B, lower=1, trans=int(transposed), unitdiag=0, overwrite_b=1)
     _check_same(X, B, "dtrtrs")
     if info != 0:
         raise np.linalg.LinAlgError(f"dtrtrs failed with info={info}")
