@@ -431,7 +431,10 @@ class GaussianProcessRegressor(_SklearnGPR):
             # the covariance"), and the solver, chosen once ("Solvers")
             mean = mean_term(self.mean, self.mean_method, X_train)
             covariance = make_covariance(kernel, X_train, warn=False)
-            problem = self._problem(covariance, kernel, X_train, n_targets)
+            # the mean's p basis columns go through every solve beside the
+            # targets: the memory estimates count them as targets
+            problem = self._problem(covariance, kernel, X_train,
+                                    n_targets + (0 if mean is None else mean.p))
             params = self.get_params(deep=False)
             solver = choose_solver(self.solver, params, covariance, kernel, problem)
             solver.accept_mean(mean)
@@ -748,7 +751,10 @@ class GaussianProcessRegressor(_SklearnGPR):
             approximation of it on the fit's ordering and neighbours (the
             function the optimiser saw; its error falls quickly with
             ``n_neighbors``: docs/benchmarks.md); with the iterative solver,
-            the stochastic estimate with the fit's probes.
+            the stochastic estimate with the fit's probes. With a ``mean``,
+            the restricted or the profile likelihood (``mean_method`` as
+            fitted), the mean's coefficients at their generalised least
+            squares value at ``theta``.
         log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
             Its gradient with respect to ``theta``; only with
             ``eval_gradient``.
@@ -764,11 +770,12 @@ class GaussianProcessRegressor(_SklearnGPR):
         kernel, theta, covariance = request
         n_samples = len(self.y_train_)
         solver = self._fitted_solver
-        problem = self._problem(covariance, kernel, self.X_train_, self._n_targets())
+        fitted_mean = getattr(self, "_fitted_mean", None)
+        problem = self._problem(covariance, kernel, self.X_train_, self._n_targets() + (
+            0 if fitted_mean is None else fitted_mean.term.p))
         check_evaluation_memory(solver.evaluation_bytes(problem, eval_gradient), n_samples)
         # the fit's own draws, if the solver has any: the function the
         # optimiser saw
-        fitted_mean = getattr(self, "_fitted_mean", None)
         objective = solver.objective(covariance, self.y_train_, self._fitted_diag_add,
                                      self._fitted_draws, verbose=self.verbose,
                                      mean=None if fitted_mean is None else fitted_mean.term,

@@ -251,15 +251,23 @@ class VecchiaNegLogLikelihood(GuardedObjective):
             raise _NotPositiveDefinite(n_bad, self.n_samples)
         return grad
 
-    def _evaluate_with_mean(self, theta, want_grad):
-        """:meth:`evaluate` with the mean profiled out (module docstring)."""
+    def _rows_gls(self, theta):
+        """(b, v, r, gls): the rows of the inverse factor for the rows'
+        [Y, Q] and the GLS from them (U^T [Y, Q] = r / sqrt(v), row by row:
+        module docstring); raises NotPositiveDefiniteError. The rows' b
+        (N x m) is not kept past the caller."""
         b, v, r, n_bad = self._sums.weight_rows(theta)
         if n_bad:
             raise _NotPositiveDefinite(n_bad, self.n_samples)
+        T = self.Y.shape[1]
+        white = r / np.sqrt(v)[:, None]
+        self._gls = self.mean.whitened(white[:, T:], white[:, :T])
+        return b, v, r, self._gls
+
+    def _evaluate_with_mean(self, theta, want_grad):
+        """:meth:`evaluate` with the mean profiled out (module docstring)."""
+        _, v, _, gls = self._rows_gls(theta)
         T, p = self.Y.shape[1], self.mean.p
-        white = r / np.sqrt(v)[:, None]  # U^T [Y, Q], row by row
-        gls = self.mean.whitened(white[:, T:], white[:, :T])
-        self._gls, self._rows = gls, (b, v, r)
         nll = (0.5 * T * exact_sum(np.log(2.0 * math.pi * v))
                + 0.5 * exact_sum((gls.residual * gls.residual).ravel())
                + self.mean.restricted_value(gls, T))
@@ -289,10 +297,9 @@ class VecchiaNegLogLikelihood(GuardedObjective):
         mean, K~^-1 E of the residuals at theta's GLS, and K~^-1 Q kept for
         :meth:`kept_mean`); raises NotPositiveDefiniteError."""
         if self.mean is not None:
-            self._evaluate_with_mean(theta, want_grad=False)
-            b, v, r = self._rows
+            b, v, r, gls = self._rows_gls(theta)
             T = self.Y.shape[1]
-            r_e = r[:, :T] - r[:, T:] @ self._gls.beta  # r is linear in the targets
+            r_e = r[:, :T] - r[:, T:] @ gls.beta  # r is linear in the targets
             A = self._sums.dual_of_rows(b, v, np.ascontiguousarray(np.hstack([r_e, r[:, T:]])))
         else:
             A, n_bad = self._sums.dual(theta)
