@@ -1,6 +1,6 @@
 """What does a mean estimated with the covariance add to one loss+gradient of each solver?
 
-    python -m bench.bench_mean_cost                     # Cholesky and iterative at 3,000, Vecchia at 50,000
+    python -m bench.bench_mean_cost       # Cholesky, iterative at 3,000; Vecchia at 50,000
     python -m bench.bench_mean_cost --sizes 1000,1000,5000 --repeats 3
 
 One objective per solver and way (no mean; ``mean="linear"`` by the profile

@@ -223,7 +223,8 @@ class GaussianProcessRegressor(_SklearnGPR):
         "cholesky", "vecchia" or "iterative": the solver the fit used.
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Dual coefficients K^-1 y (the Vecchia solver's: its sparse inverse
-        Cholesky factor's U U^T y).
+        Cholesky factor's U U^T y); with a ``mean``, of the residuals,
+        K^-1 (y - H beta).
     jitter_ : float
         Added to the diagonal beyond ``alpha`` because the training covariance
         was not numerically positive definite (0.0 normally); ``L_``,

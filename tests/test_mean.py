@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.gaussian_process.kernels import RBF, Matern, WhiteKernel
+from sklearn.gaussian_process.kernels import Matern, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as C
 from sklearn.metrics import r2_score
 

@@ -59,8 +59,6 @@ from .scaling import length_scales, scaled_inputs, stale
 
 __all__ = ["VecchiaNegLogLikelihood", "VecchiaState", "KeptLayout", "final_model"]
 
-_LOG_2PI = math.log(2.0 * math.pi)
-
 
 class _NotPositiveDefinite(NotPositiveDefiniteError):
     """Some blocks of Vecchia's approximation are not positive definite."""
