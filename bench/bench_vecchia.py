@@ -12,6 +12,14 @@ competition data?
     python -m bench.bench_vecchia --case crossover --sizes 1000,2000,4000,8000
     python -m bench.bench_vecchia --case gpboost --sizes 100000,1000000
     python -m bench.bench_vecchia --case heaton
+    python -m bench.bench_vecchia --case gpboost-mean --problem heaton --nu 0.5 \
+        --m 20 --gpboost-python venv-gpboost/bin/python
+    python -m bench.bench_vecchia --case gpboost-mean --problem trend2d --n 100000 \
+        --nu 1.5 --gpboost-python venv-gpboost/bin/python
+    python -m bench.bench_vecchia --case predict-neighbours --problem heaton \
+        --ms-predict 30,60,140
+    python -m bench.bench_vecchia --case predict-neighbours --problem trend2d --n 100000
+    python -m bench.bench_vecchia --case predict-neighbours --problem ard8 --n 100000
 
 Every fit or evaluation runs in its own fresh process (its peak resident
 memory is the process's), after a warm-up fit that compiles Numba's routines
@@ -55,6 +63,24 @@ Cases:
   interpreter of an environment of its own (``python -m venv venv-gpboost &&
   venv-gpboost/bin/pip install gpboost scipy``; its side needs numpy and
   gpboost only), or this one's;
+- ``gpboost-mean``: a mean estimated with the covariance, against GPBoost's
+  fixed effects: fastgp's ``mean="linear"`` (``--mean-method``, default
+  "profile": the likelihood GPBoost maximises) and GPBoost's
+  ``GPModel(gp_approx="vecchia")`` fitted with the design [1, x_1, x_2] as
+  fixed effects, the same Matern (``--nu``: 0.5 is the exponential) with a
+  nugget, the same neighbours (``--m``), random orderings, two threads;
+  on ``--problem heaton`` (the simulated temperatures; ``--n`` a random
+  subset of its training cells and of at most 10,000 held-out cells, 0 or
+  none: all) or ``trend2d`` (``matern2d``'s field plus the trend 1 + 2 x_1
+  - x_2, 10,000 held-out points): the coefficients with their standard
+  errors, the held-out RMSE, CRPS and coverage, and both fit times;
+- ``predict-neighbours``: one fastgp Vecchia fit (``--m``, with
+  ``mean="linear"`` on ``heaton`` and ``trend2d``) on ``heaton``,
+  ``trend2d`` or ``ard8`` (``ard10``'s function of 8 inputs), then the
+  held-out scores and the prediction's time for each
+  ``n_neighbors_predict`` of ``--ms-predict`` (the figures behind that
+  parameter's default; Katzfuss, Guinness & Lawrence 2022 predict on 140
+  after fitting on 30);
 - ``heaton``: Heaton et al.'s (2019) simulated temperatures
   (:func:`fastgp.datasets.load_heaton_temperatures`): the
   linear trend in (lon, lat) by least squares, then C * Matern(nu) +
@@ -114,6 +140,51 @@ def matern2d(n, seed=0, n_features=4000, length_scale=0.1, noise=0.01):
         stop = min(n, start + 2_000)
         y[start:stop] = np.cos(X[start:stop] @ omega.T + phase) @ weights
     return X, y + math.sqrt(noise) * points.standard_normal(n)
+
+
+def trend2d(n, seed=0):
+    """``matern2d``'s field plus the linear trend 1 + 2 x_1 - x_2 (the same
+    field and trend for every n, as matern2d's)."""
+    X, y = matern2d(n, seed)
+    return X, y + 1.0 + 2.0 * X[:, 0] - X[:, 1]
+
+
+def mean_problem(name, n):
+    """(X, y, X_test, y_test) of the ``gpboost-mean`` and
+    ``predict-neighbours`` cases (module docstring): ``heaton``'s training
+    and held-out cells (a random subset of n training cells and of at most
+    N_QUERY held-out ones where n > 0), ``trend2d``, or ``ard8``."""
+    if name == "heaton":
+        from fastgp.datasets import load_heaton_temperatures
+
+        X, y, truth = load_heaton_temperatures()
+        train, test = np.flatnonzero(~np.isnan(y)), np.flatnonzero(np.isnan(y))
+        if n:
+            pick = np.random.default_rng(0)
+            train = np.sort(pick.choice(train, size=min(n, train.size), replace=False))
+            test = np.sort(pick.choice(test, size=min(N_QUERY, test.size), replace=False))
+        return X[train], y[train], X[test], truth[test]
+    if name == "trend2d":
+        X, y = trend2d(n)
+        Xq, yq = trend2d(N_QUERY, seed=0)  # the same field, other points
+        return X, y, Xq, yq
+    if name == "ard8":
+        from ._problems import ard_10d
+
+        X, y = ard_10d(n, d=8)
+        Xq, yq = ard_10d(N_HELD_OUT, seed=12345, d=8)
+        return X, y, Xq, yq
+    raise ValueError(f"unknown problem {name!r}")
+
+
+def mean_kernel(nu, n_features=2):
+    """C * Matern(nu) + WhiteKernel started at the problems' scale."""
+    from sklearn.gaussian_process.kernels import Matern, WhiteKernel
+    from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+    scales = 1.0 if n_features == 2 else np.ones(n_features)
+    return (C(1.0, (1e-4, 1e4)) * Matern(scales, (1e-3, 1e3), nu=nu)
+            + WhiteKernel(0.1, (1e-6, 10.0)))
 
 
 def problem_data(name, n, seed=0):
@@ -415,10 +486,101 @@ def child_heaton(spec):
                                  truth[~train])}
 
 
+def _load_problem(path):
+    """(X, y, X_test, y_test) as :func:`case_gpboost_mean` wrote them (GPBoost's
+    environment has NumPy, not fastgp)."""
+    with np.load(path) as data:
+        return data["X"], data["y"], data["X_test"], data["y_test"]
+
+
+def child_mean_fastgp(spec):
+    """fastgp's side of ``gpboost-mean``: mean="linear" with the covariance."""
+    from fastgp import GaussianProcessRegressor
+
+    _quiet()
+    _warm_up()
+    X, y, Xq, yq = _load_problem(spec["data"])
+    start = time.perf_counter()
+    gpr = GaussianProcessRegressor(mean_kernel(spec["nu"]), solver="vecchia",
+                                   n_neighbors=spec["m"], ordering="random",
+                                   mean="linear", mean_method=spec["method"],
+                                   random_state=0).fit(X, y)
+    fit_s = time.perf_counter() - start
+    start = time.perf_counter()
+    mean, std = gpr.predict(Xq, return_std=True)
+    return {"fit_s": fit_s, "predict_s": time.perf_counter() - start,
+            "scores": scores(mean, std, yq), "kernel": str(gpr.kernel_),
+            "coef": gpr.mean_coef_.tolist(),
+            "coef_se": np.sqrt(np.diagonal(gpr.mean_coef_cov_)).tolist(),
+            "n_train": len(y), "n_test": len(yq), "n_evaluations": int(gpr.n_evaluations_)}
+
+
+def child_mean_gpboost(spec):
+    """GPBoost's side of ``gpboost-mean``: the design [1, x] as fixed
+    effects, the same Matern with a nugget on Vecchia's approximation."""
+    import gpboost
+
+    X, y, Xq, yq = _load_problem(spec["data"])
+    design = np.column_stack([np.ones(len(X)), X])
+    start = time.perf_counter()
+    model = gpboost.GPModel(gp_coords=X, cov_function="matern", cov_fct_shape=spec["nu"],
+                            likelihood="gaussian", gp_approx="vecchia",
+                            num_neighbors=spec["m"], vecchia_ordering="random",
+                            num_parallel_threads=spec.get("threads", GPBOOST_THREADS),
+                            seed=0)
+    model.fit(y=y, X=design)
+    fit_s = time.perf_counter() - start
+    start = time.perf_counter()
+    pred = model.predict(gp_coords_pred=Xq, X_pred=np.column_stack([np.ones(len(Xq)), Xq]),
+                         predict_var=True, predict_response=True)
+    predict_s = time.perf_counter() - start
+    mean, var = np.asarray(pred["mu"]), np.asarray(pred["var"])
+    coef = np.asarray(model.get_coef(std_err=True), dtype=float).reshape(-1, design.shape[1])
+    return {"fit_s": fit_s, "predict_s": predict_s, "scores": scores(mean, np.sqrt(var), yq),
+            "coef": coef[0].tolist(),
+            "coef_se": coef[1].tolist() if len(coef) > 1 else None,
+            "cov_pars": np.asarray(model.get_cov_pars(std_err=False),
+                                   dtype=float).ravel().tolist(),
+            "version": gpboost.__version__}
+
+
+def child_predict_neighbours(spec):
+    """One Vecchia fit, then the held-out scores for each
+    ``n_neighbors_predict`` (module docstring, ``predict-neighbours``)."""
+    from fastgp import GaussianProcessRegressor
+
+    _quiet()
+    _warm_up()
+    X, y, Xq, yq = mean_problem(spec["problem"], spec["n"])
+    mean = None if spec["problem"] == "ard8" else "linear"
+    if mean:
+        kernel = mean_kernel(spec["nu"])
+    else:  # ard10's kernel on 8 inputs: C * RBF(8 length scales) + WhiteKernel
+        from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+        from sklearn.gaussian_process.kernels import ConstantKernel as C
+
+        kernel = C(1.0) * RBF(np.ones(X.shape[1])) + WhiteKernel(1.0)
+    start = time.perf_counter()
+    gpr = GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=spec["m"],
+                                   mean=mean, random_state=0).fit(X, y)
+    rows = [{"fit_s": time.perf_counter() - start, "kernel": str(gpr.kernel_)}]
+    for m_predict in spec["ms_predict"]:
+        # predictions read the fitted solver (a parameter set after the fit
+        # changes nothing): its neighbours per query point, set here
+        gpr._fitted_solver.n_neighbors_predict = int(m_predict)
+        start = time.perf_counter()
+        pred_mean, std = gpr.predict(Xq, return_std=True)
+        rows.append({"m_predict": m_predict, "predict_s": time.perf_counter() - start,
+                     "scores": scores(pred_mean, std, yq)})
+    return {"rows": rows, "n_train": len(y), "n_test": len(yq)}
+
+
 CHILDREN = {"scale": child_scale, "exact": child_exact, "accuracy": child_accuracy,
             "prediction": child_prediction, "memory": child_memory,
             "crossover": child_crossover, "gpboost-fastgp": child_gpboost_fastgp,
-            "gpboost": child_gpboost, "heaton": child_heaton}
+            "gpboost": child_gpboost, "heaton": child_heaton,
+            "mean-fastgp": child_mean_fastgp, "mean-gpboost": child_mean_gpboost,
+            "predict-neighbours": child_predict_neighbours}
 
 
 # ------------------------------------------------------------------ parent
@@ -596,10 +758,56 @@ def case_heaton(args):
     return r
 
 
+def case_gpboost_mean(args):
+    n = args.sizes[0]
+    # one copy of the data for both children, written here
+    data = RESULTS / f"vecchia-gpboost-mean-{args.problem}-{n}.npz"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    X, y, X_test, y_test = mean_problem(args.problem, n)
+    np.savez(data, X=X, y=y, X_test=X_test, y_test=y_test)
+    spec = dict(problem=args.problem, n=n, m=args.m, nu=args.nu, data=str(data))
+    ours = _run("mean-fastgp", method=args.mean_method, threads=GPBOOST_THREADS, **spec)
+    why_not = gpboost_unavailable(args.gpboost_python)
+    theirs = (dict(status="skipped", reason=why_not) if why_not else
+              _run("mean-gpboost", python=args.gpboost_python, threads=GPBOOST_THREADS,
+                   **spec))
+    for name, r in (("fastgp", ours), ("GPBoost", theirs)):
+        if r.get("status") == "ok":
+            s = r["scores"]
+            coef = ", ".join(f"{c:.4f}" + (f" ({e:.4f})" if e is not None else "")
+                             for c, e in zip(r["coef"], r["coef_se"] or [None] * 3))
+            print(f"{args.problem} N = {n or 'all'}, Matern {args.nu}, m = {args.m}, {name}: "
+                  f"fit {r['fit_s']:.1f} s, predict {r['predict_s']:.2f} s; RMSE "
+                  f"{s['RMSE']:.4f}, CRPS {s['CRPS']:.4f}, coverage {s['coverage']:.3f}; "
+                  f"coefficients (standard errors) {coef}", flush=True)
+        elif name == "GPBoost":
+            print(f"GPBoost: {r.get('status')}: {r.get('reason', '')}", flush=True)
+    if ours.get("status") == "ok" and theirs.get("status") == "ok":
+        print(f"GPBoost's fit time / fastgp's: {theirs['fit_s'] / ours['fit_s']:.1f}",
+              flush=True)
+    return {"fastgp": ours, "gpboost": theirs}
+
+
+def case_predict_neighbours(args):
+    r = _run("predict-neighbours", problem=args.problem, n=args.sizes[0], m=args.m,
+             nu=args.nu, ms_predict=args.ms_predict)
+    if r.get("status") == "ok":
+        fit = r["rows"][0]
+        print(f"{args.problem} N = {r['n_train']:,}, m = {args.m}: fit {fit['fit_s']:.1f} s; "
+              f"{fit['kernel']}", flush=True)
+        for row in r["rows"][1:]:
+            s = row["scores"]
+            print(f"  predict {r['n_test']:,} on {row['m_predict']:4d}: RMSE {s['RMSE']:.4f}, "
+                  f"CRPS {s['CRPS']:.4f}, coverage {s['coverage']:.3f}, "
+                  f"{row['predict_s']:.2f} s", flush=True)
+    return r
+
+
 CASES = {"scale": case_scale, "accuracy": case_accuracy, "prediction": case_prediction,
          "memory": case_memory,
          "crossover": case_crossover,
-         "gpboost": case_gpboost, "heaton": case_heaton}
+         "gpboost": case_gpboost, "heaton": case_heaton,
+         "gpboost-mean": case_gpboost_mean, "predict-neighbours": case_predict_neighbours}
 
 
 def _int_list(text):
@@ -610,7 +818,13 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench.bench_vecchia",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--case", choices=sorted(CASES), required=True)
-    parser.add_argument("--problem", choices=["matern2d", "ard10"], default="matern2d")
+    parser.add_argument("--problem", choices=["matern2d", "ard10", "heaton", "trend2d", "ard8"],
+                        default="matern2d",
+                        help="matern2d, ard10 (scale, accuracy, prediction, memory); heaton, "
+                             "trend2d (gpboost-mean, predict-neighbours), ard8 "
+                             "(predict-neighbours)")
+    parser.add_argument("--mean-method", choices=["profile", "reml"], default="profile",
+                        help="fastgp's mean_method (gpboost-mean; profile: GPBoost's)")
     parser.add_argument("--n", "--sizes", dest="sizes", type=_int_list, default=None,
                         help="N (comma-separated for several)")
     parser.add_argument("--m", type=int, default=30, help="n_neighbors")
@@ -620,7 +834,8 @@ def parse_args(argv=None):
                         help="n_neighbors values (accuracy, prediction)")
     parser.add_argument("--ms-predict", type=_int_list, default=[30, 60, 120],
                         help="n_neighbors_predict values (prediction)")
-    parser.add_argument("--nu", type=float, default=0.5, help="the Matern's nu (heaton)")
+    parser.add_argument("--nu", type=float, default=0.5,
+                        help="the Matern's nu (heaton, gpboost-mean, predict-neighbours)")
     parser.add_argument("--ordering", choices=["maxmin", "random"], default="random",
                         help="fastgp's ordering (gpboost)")
     parser.add_argument("--optimise", action="store_true",
@@ -633,7 +848,10 @@ def parse_args(argv=None):
         args.sizes = {"scale": [1_000_000], "accuracy": [10_000], "prediction": [10_000],
                       "memory": [100_000, 1_000_000],
                       "crossover": [1000, 2000, 4000, 8000],
-                      "gpboost": [100_000, 1_000_000], "heaton": [0]}[args.case]
+                      "gpboost": [100_000, 1_000_000], "heaton": [0],
+                      "gpboost-mean": [0 if args.problem == "heaton" else 100_000],
+                      "predict-neighbours": [0 if args.problem == "heaton"
+                                             else 100_000]}[args.case]
     return args
 
 

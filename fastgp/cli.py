@@ -150,6 +150,11 @@ The kernel is ConstantKernel * K + WhiteKernel, K the stationary kernel of
   (1) and the noise's ({noise}) suit any target's units;
 - the WhiteKernel learns the observation noise: without it a GP interpolates
   the noise and its in-sample R^2 says nothing.
+
+--mean linear estimates a trend in the inputs with the covariance
+(generalised least squares, the kernel by --mean-method's likelihood), so
+that predictions far from the data revert to the trend rather than to the
+target's mean; the coefficients are printed with their standard errors.
 """
 
 
@@ -205,7 +210,7 @@ def _non_negative_int(text):
 
 
 def _add_fit_command(subparsers):
-    from ._cli.fit import KERNEL_FAMILIES
+    from ._cli.fit import KERNEL_FAMILIES, MEAN_CHOICES
 
     fit = subparsers.add_parser(
         # prog: argparse would build it from the top-level usage
@@ -230,6 +235,15 @@ def _add_fit_command(subparsers):
                      help="GaussianProcessRegressor's solver: auto (the default) "
                           "picks the exact cholesky one when its N x N buffer fits in "
                           "memory, else vecchia (docs/solvers.md)")
+    fit.add_argument("--mean", choices=MEAN_CHOICES, default="none",
+                     help="a mean estimated with the covariance: none (the default: "
+                          "the targets' mean), constant, or linear (a constant plus one "
+                          "coefficient per input); its coefficients and their standard "
+                          "errors are printed")
+    fit.add_argument("--mean-method", choices=["reml", "profile"], default="reml",
+                     help="how the kernel is fitted with the mean: reml (the "
+                          "default: the restricted likelihood, less biased variances) "
+                          "or profile (maximum likelihood)")
     # given after `fit` or before it: the top-level parser's values stand
     # unless given here (SUPPRESS)
     _add_optimizer(fit, argparse.SUPPRESS)

@@ -24,6 +24,7 @@ from ._fit.session import FitSession
 from ._solvers.base import NOT_FINITE_ON_TRAINING_INPUTS, FactorTexts, Fitted, Problem
 from ._solvers.choice import choose_solver, fit_description, fit_remedies
 from ._solvers.cuda.device import PortableState, host_input
+from ._solvers.mean import MEAN_METHODS, MEANS, mean_term, predict_moments
 from ._user_warnings import warn_user
 from ._validation import (
     Interval,
@@ -181,6 +182,30 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         itself. Without the GPU extra or a GPU, a fit raises
         :class:`~fastgp.exceptions.DeviceUnavailableError` naming what is
         missing. fastgp's addition.
+    mean : {"constant", "linear"}, callable or None, default=None
+        A mean estimated with the covariance (Rasmussen & Williams 2006,
+        sec. 2.7; docs/design.md, "A mean estimated with the covariance"):
+        the prior mean is H(x) beta with beta at its generalised least
+        squares value at every hyperparameter, and the predictions include
+        beta's uncertainty (R&W eq. 2.42). "constant": one coefficient;
+        "linear": a constant plus one coefficient per input column; a
+        callable ``mean(X) -> ndarray of shape (n_samples, n_basis)``: your
+        own basis. None: a zero mean (after ``normalize_y``'s centring), as
+        scikit-learn's. The basis must be finite and of full column rank at
+        the training inputs (a ValueError names the dependent columns
+        otherwise) with fewer columns than samples. Every CPU solver; not
+        with ``device="cuda"``. fastgp's addition.
+    mean_method : {"reml", "profile"}, default="reml"
+        How the kernel's hyperparameters are fitted with the mean: "reml",
+        the restricted likelihood (the likelihood of the targets' contrasts
+        free of the mean: Patterson & Thompson 1971; R&W eq. 2.45), which
+        removes most of the downward bias of the variances that the profile
+        likelihood has when the mean is estimated (docs/design.md, "A mean
+        estimated with the covariance", gives the measurement); "profile",
+        the likelihood with beta at its generalised least squares value
+        (maximum likelihood, as GPBoost and GpGp fit fixed effects).
+        ``log_marginal_likelihood`` returns the one chosen. fastgp's
+        addition.
 
     Attributes
     ----------
@@ -198,7 +223,8 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         "cholesky", "vecchia" or "iterative": the solver the fit used.
     alpha_ : ndarray of shape (n_samples,) or (n_samples, n_targets)
         Dual coefficients K^-1 y (the Vecchia solver's: its sparse inverse
-        Cholesky factor's U U^T y).
+        Cholesky factor's U U^T y); with a ``mean``, of the residuals,
+        K^-1 (y - H beta).
     jitter_ : float
         Added to the diagonal beyond ``alpha`` because the training covariance
         was not numerically positive definite (0.0 normally); ``L_``,
@@ -211,6 +237,16 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         Optimiser iterations of the run whose optimum was kept (0 if none ran).
     n_evaluations_ : int
         Objective evaluations over all optimiser runs.
+    mean_coef_ : ndarray of shape (n_basis,) or (n_basis, n_targets), or None
+        The mean's coefficients beta (generalised least squares at the
+        fitted kernel), on the targets' scale: with ``normalize_y`` and a
+        named mean, H(x) @ mean_coef_ is the prior mean (the targets' mean
+        is in the intercept); with a callable basis the prior mean is then
+        the targets' mean plus H(x) @ mean_coef_. None without a mean.
+    mean_coef_cov_ : ndarray of shape (n_basis, n_basis) or (n_basis, n_basis, n_targets), or None
+        The coefficients' covariance (H^T K^-1 H)^-1, times the square of
+        ``normalize_y``'s scale (one matrix per target where there are
+        several). None without a mean.
 
     Notes
     -----
@@ -270,6 +306,8 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         "ordering": [StrOptions({"maxmin", "random"})],
         "n_jobs": [Integral, None],
         "device": [str],
+        "mean": [None, StrOptions(set(MEANS)), callable],
+        "mean_method": [StrOptions(set(MEAN_METHODS))],
     }
 
     def __init__(
@@ -296,6 +334,8 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         ordering="maxmin",
         n_jobs=None,
         device="cpu",
+        mean=None,
+        mean_method="reml",
     ):
         self.kernel = kernel
         self.alpha = alpha
@@ -318,6 +358,8 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         self.ordering = ordering
         self.n_jobs = n_jobs
         self.device = device
+        self.mean = mean
+        self.mean_method = mean_method
 
     # ------------------------------------------------------------------ fit
     def _validate_X(self, X, y=_NO_TARGETS, reset=True):
@@ -386,11 +428,17 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
             X_train = np.copy(X) if self.copy_X_train else X
             y_train = np.copy(y) if self.copy_X_train else y
 
-            # the solver, chosen once (docs/design.md, "Solvers")
+            # the mean's basis, checked (docs/design.md, "A mean estimated with
+            # the covariance"), and the solver, chosen once ("Solvers")
+            mean = mean_term(self.mean, self.mean_method, X_train)
             covariance = make_covariance(kernel, X_train, warn=False)
-            problem = self._problem(covariance, kernel, X_train, n_targets)
+            # the mean's p basis columns go through every solve beside the
+            # targets: the memory estimates count them as targets
+            problem = self._problem(covariance, kernel, X_train,
+                                    n_targets + (0 if mean is None else mean.p))
             params = self.get_params(deep=False)
             solver = choose_solver(self.solver, params, covariance, kernel, problem)
+            solver.accept_mean(mean)
             optimise = self.optimizer is not None and kernel.n_dims > 0
             session.budget(solver.fit_memory(problem), n_samples,
                            fit_remedies(solver, params, problem),
@@ -400,7 +448,7 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
                            device_check=solver.check_device_memory)
             draws = solver.draw(rng)
             objective = solver.objective(covariance, y_train, diag_add, draws,
-                                         verbose=self.verbose)
+                                         verbose=self.verbose, mean=mean)
 
             # the hyperparameters that maximise the log marginal likelihood
             n_iter = 0
@@ -437,6 +485,8 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
                                     self._factor_messages(kernel, y_train),
                                     context=solver.evaluation_context)
             solver.after_fit(objective)
+            coef, coef_cov = (None, None) if kept.mean is None else kept.mean.coefficients(
+                y_mean, y_std, vector_targets=y.ndim == 1)
             session.publish({
                 "solver_": solver.name,
                 # what predictions and log_marginal_likelihood(theta) read:
@@ -457,6 +507,9 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
                 "alpha_": kept.A.reshape(y_train.shape),
                 "jitter_": kept.jitter,
                 "log_marginal_likelihood_value_": np.float64(-kept.value),
+                "_fitted_mean": kept.mean,
+                "mean_coef_": coef,
+                "mean_coef_cov_": coef_cov,
             })
         return self
 
@@ -498,7 +551,8 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
                       Y=self.y_train_.reshape(len(self.y_train_), -1),
                       diag_add=self._fitted_diag_add,
                       A=self.alpha_.reshape(len(self.alpha_), -1), L=self.L_,
-                      draws=self._fitted_draws, cache=self._solver_cache)
+                      draws=self._fitted_draws, cache=self._solver_cache,
+                      mean=getattr(self, "_fitted_mean", None))
 
     #: What the kept model's failures tell the user: they name the kernel (at
     #: its fitted hyperparameters) and what to do.
@@ -572,12 +626,12 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         solver, fitted = self._fitted_solver, self._fitted()
         if return_cov:
             self._check_predict_memory(X, n_train=len(self.alpha_), solver=solver)
-            mean, cov = solver.predict(fitted, X, "cov")
+            mean, cov = predict_moments(solver, fitted, X, "cov")
             y_cov = np.outer(cov, self._y_train_std**2).reshape(*cov.shape, -1)
             if y_cov.shape[2] == 1:
                 y_cov = np.squeeze(y_cov, axis=2)
             return self._checked(self._unnormalize_mean(mean), y_cov, "covariance")
-        mean, var = solver.predict(fitted, X, "var" if return_std else "mean")
+        mean, var = predict_moments(solver, fitted, X, "var" if return_std else "mean")
         if not return_std:
             return self._checked(self._unnormalize_mean(mean))
         negative = var < 0
@@ -698,7 +752,10 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
             approximation of it on the fit's ordering and neighbours (the
             function the optimiser saw; its error falls quickly with
             ``n_neighbors``: docs/benchmarks.md); with the iterative solver,
-            the stochastic estimate with the fit's probes.
+            the stochastic estimate with the fit's probes. With a ``mean``,
+            the restricted or the profile likelihood (``mean_method`` as
+            fitted), the mean's coefficients at their generalised least
+            squares value at ``theta``.
         log_likelihood_gradient : ndarray of shape (n_kernel_params,), optional
             Its gradient with respect to ``theta``; only with
             ``eval_gradient``.
@@ -714,12 +771,16 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         kernel, theta, covariance = request
         n_samples = len(self.y_train_)
         solver = self._fitted_solver
-        problem = self._problem(covariance, kernel, self.X_train_, self._n_targets())
+        fitted_mean = getattr(self, "_fitted_mean", None)
+        problem = self._problem(covariance, kernel, self.X_train_, self._n_targets() + (
+            0 if fitted_mean is None else fitted_mean.term.p))
         check_evaluation_memory(solver.evaluation_bytes(problem, eval_gradient), n_samples)
         # the fit's own draws, if the solver has any: the function the
         # optimiser saw
         objective = solver.objective(covariance, self.y_train_, self._fitted_diag_add,
-                                     self._fitted_draws, verbose=self.verbose)
+                                     self._fitted_draws, verbose=self.verbose,
+                                     mean=None if fitted_mean is None else fitted_mean.term,
+                                     kept=self._solver_cache.get("state"))
         result = evaluate_likelihood(
             objective, theta, eval_gradient,
             lambda function, point: solver.outside_fit(n_samples, function, point))

@@ -15,6 +15,12 @@ and on 2 Numba threads: against the dense reference, and the same bits on
 both counts (docs/design.md, "Parallel passes, determinism and threads").
 A solver that is exact there only under other parameters or on other inputs
 says so (``above_tile_*``).
+
+:class:`MeanConformance` asks the same of each solver with a mean estimated
+with the covariance (docs/design.md, "A mean estimated with the
+covariance"): each of :data:`MEANS`, by the profile and the restricted
+likelihood, against the generalised least squares written out densely
+(:func:`dense_mean_nlml`, :func:`dense_mean_prediction`).
 """
 
 import math
@@ -33,6 +39,7 @@ from fastgp._engine.interpreter import TILE
 from fastgp._engine.threads import SERIAL_BELOW
 from fastgp._solvers.base import FactorTexts, Fitted, Problem
 from fastgp._solvers.choice import make_solver
+from fastgp._solvers.mean import mean_term, predict_moments
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -126,6 +133,17 @@ def assert_close_to(got, expected, rtol):
                                atol=rtol * np.max(np.abs(expected)))
 
 
+def assert_gradient_matches_central_differences(objective, theta, h=1e-5):
+    """The objective's gradient at ``theta`` against central differences of
+    its value, step ``h`` in each coordinate."""
+    _, grad = objective(theta)
+    differences = np.array([
+        (objective.value(theta + h * e) - objective.value(theta - h * e)) / (2 * h)
+        for e in np.eye(theta.size)])
+    np.testing.assert_allclose(grad, differences, rtol=1e-5,
+                               atol=1e-6 * np.max(np.abs(differences)))
+
+
 def assert_same_bits(first, second):
     """Two tuples of arrays hold the same bits, entry by entry."""
     assert len(first) == len(second)
@@ -180,7 +198,7 @@ class SolverConformance:
         kept = solver.final(objective, kernel.theta, _messages())
         return kept, Fitted(kernel=kernel, X=X, Y=Y, diag_add=diag_add, A=kept.A, L=kept.L,
                             draws=solver.replay(objective, draws),
-                            cache={"state": kept.state})
+                            cache={"state": kept.state}, mean=kept.mean)
 
     def answers(self, kernel, X, Y, diag_add, X_query, params=None):
         """(value, gradient (n_theta,), mean (m, T), standard deviation (m,))
@@ -226,14 +244,7 @@ class SolverConformance:
     def test_conformance_gradient_matches_central_differences(self, case):
         kernel, X, Y, diag_add, _ = problem(case)
         _, _, objective = self.objective(kernel, X, Y, diag_add)
-        theta = kernel.theta
-        _, grad = objective(theta)
-        h = 1e-5
-        differences = np.array([
-            (objective.value(theta + h * e) - objective.value(theta - h * e)) / (2 * h)
-            for e in np.eye(theta.size)])
-        np.testing.assert_allclose(grad, differences, rtol=1e-5,
-                                   atol=1e-6 * np.max(np.abs(differences)))
+        assert_gradient_matches_central_differences(objective, kernel.theta)
 
     @pytest.mark.parametrize("case", list(CASES))
     def test_conformance_predictions_match_the_dense_reference(self, case):
@@ -347,6 +358,205 @@ class SolverConformance:
         assert_peaks_within_checked_estimates(
             monkeypatch, [lambda: gpr.predict(X_query, return_cov=True),
                           lambda: gpr.sample_y(X_query, 3)], self.predict_memory_share)
+
+
+# ------------------------------------------------------------------ a mean
+def own_basis(X):
+    """A user's basis (n, 3): a constant, a product of the inputs and a sine."""
+    return np.column_stack([np.ones(len(X)), X[:, 0] * X[:, 1], np.sin(2.0 * X[:, 0])])
+
+
+#: The means every solver answers with (the estimator's ``mean``).
+MEANS = {"constant": "constant", "linear": "linear", "callable": own_basis}
+METHODS = ("profile", "reml")
+
+
+def dense_gls(kernel, X, Y, diag_add, H):
+    """(K^-1, C = H^T K^-1 H, beta (p, T), E = Y - H beta) written out with
+    numpy.linalg (Rasmussen & Williams 2006, eq. 2.42's beta-bar)."""
+    Kinv = np.linalg.inv(kernel(X) + np.diag(diag_add))
+    C = H.T @ Kinv @ H
+    beta = np.linalg.solve(C, H.T @ Kinv @ Y)
+    return Kinv, C, beta, Y - H @ beta
+
+
+def dense_mean_nlml(kernel, X, Y, diag_add, H, method):
+    """The negative profile ("profile") or restricted ("reml") log likelihood
+    and its theta-gradient, densely: the NLML of the GLS residuals E, plus
+    for REML T/2 log|C| - T p/2 log(2 pi) (R&W 2006, eq. 2.45), its gradient
+    1/2 tr(W dK) with W = T P - A A^T, A = K^-1 E, and P = K^-1 (profile) or
+    K^-1 - K^-1 H C^-1 H^T K^-1 (REML: Harville 1977)."""
+    K, dK = kernel(X, eval_gradient=True)
+    Kinv, C, _, E = dense_gls(kernel, X, Y, diag_add, H)
+    n, T = Y.shape
+    A = Kinv @ E
+    value = (0.5 * np.sum(E * A) + 0.5 * T * np.linalg.slogdet(K + np.diag(diag_add))[1]
+             + 0.5 * n * T * _LOG_2PI)
+    P = Kinv
+    if method == "reml":
+        value += 0.5 * T * (np.linalg.slogdet(C)[1] - H.shape[1] * _LOG_2PI)
+        P = Kinv - Kinv @ H @ np.linalg.solve(C, H.T @ Kinv)
+    return value, 0.5 * np.einsum("ij,ijp->p", T * P - A @ A.T, dK)
+
+
+def dense_mean_prediction(kernel, X, Y, diag_add, H, X_query, H_query):
+    """(mean (m, T), covariance (m, m), variance (m,), beta (p, T),
+    C^-1 (p, p)): R&W 2006 eq. 2.41-2.42, mean = H* beta + k*^T K^-1 E and
+    cov = k** - k*^T K^-1 k* + R^T C^-1 R, R = H*^T - H^T K^-1 k*, with
+    scikit-learn's conventions (dense_prediction's)."""
+    Kinv, C, beta, E = dense_gls(kernel, X, Y, diag_add, H)
+    Ks = kernel(X, X_query)
+    R = H_query.T - H.T @ Kinv @ Ks
+    C_inv = np.linalg.inv(C)
+    cov = kernel(X_query) - Ks.T @ Kinv @ Ks + R.T @ C_inv @ R
+    return H_query @ beta + Ks.T @ Kinv @ E, cov, np.diag(cov).copy(), beta, C_inv
+
+
+class MeanConformance:
+    """The questions every solver answers with a mean (module docstring);
+    mixed into a :class:`SolverConformance` subclass, whose parameters it
+    reads."""
+
+    #: relative tolerance of the value, gradient and predictions against the
+    #: dense GLS (measured worst on CASES: 6e-13, the variance's, on every
+    #: solver at its exact limit)
+    rtol_mean = 1e-10
+
+    def mean_objective(self, kernel, X, Y, diag_add, spec, method, params=None):
+        """(solver, draws, objective, MeanTerm) with the mean ``spec``."""
+        solver = self.solver(params)
+        draws = solver.draw(np.random.RandomState(0))
+        term = mean_term(spec, method, X)
+        return solver, draws, solver.objective(make_covariance(kernel, X), Y, diag_add,
+                                               draws, mean=term), term
+
+    def mean_answers(self, kernel, X, Y, diag_add, X_query, spec, method, params=None):
+        """(value, gradient, mean (m, T), variance (m,)) at kernel.theta."""
+        solver, draws, objective, _ = self.mean_objective(kernel, X, Y, diag_add, spec,
+                                                          method, params)
+        value, grad = objective(kernel.theta)
+        _, fitted = self.fitted(solver, draws, objective, kernel, X, Y, diag_add)
+        mean, var = predict_moments(solver, fitted, X_query, "var")
+        return np.float64(value), grad, mean, var
+
+    @pytest.mark.parametrize("method", METHODS)
+    @pytest.mark.parametrize("spec", list(MEANS))
+    @pytest.mark.parametrize("case", list(CASES))
+    def test_mean_value_and_gradient_match_the_dense_reference(self, case, spec, method):
+        kernel, X, Y, diag_add, _ = problem(case)
+        _, _, objective, term = self.mean_objective(kernel, X, Y, diag_add, MEANS[spec],
+                                                    method)
+        value, grad = objective(kernel.theta)
+        expected_value, expected_grad = dense_mean_nlml(kernel, X, Y, diag_add, term.H,
+                                                        method)
+        assert value == pytest.approx(expected_value, rel=self.rtol_mean)
+        assert_close_to(grad, expected_grad, self.rtol_mean)
+        assert objective.value(kernel.theta) == pytest.approx(value, rel=self.rtol_mean)
+
+    @pytest.mark.parametrize("method", METHODS)
+    @pytest.mark.parametrize("spec", list(MEANS))
+    def test_mean_gradient_matches_central_differences(self, spec, method):
+        kernel, X, Y, diag_add, _ = problem("C*Matern52-ard+White, per-sample alpha, T=2")
+        _, _, objective, _ = self.mean_objective(kernel, X, Y, diag_add, MEANS[spec], method)
+        assert_gradient_matches_central_differences(objective, kernel.theta)
+
+    @pytest.mark.parametrize("method", METHODS)
+    @pytest.mark.parametrize("spec", list(MEANS))
+    @pytest.mark.parametrize("case", list(CASES))
+    def test_mean_predictions_match_the_dense_reference(self, case, spec, method):
+        # mean, variance and covariance with beta's uncertainty (R&W eq.
+        # 2.42); the kept model's A = K^-1 E, beta and C^-1
+        kernel, X, Y, diag_add, X_query = problem(case)
+        solver, draws, objective, term = self.mean_objective(kernel, X, Y, diag_add,
+                                                             MEANS[spec], method)
+        kept, fitted = self.fitted(solver, draws, objective, kernel, X, Y, diag_add)
+        H_query = term.basis(X_query)
+        mean, cov, var, beta, C_inv = dense_mean_prediction(kernel, X, Y, diag_add, term.H,
+                                                            X_query, H_query)
+        got_mean, got_none = predict_moments(solver, fitted, X_query, "mean")
+        assert got_none is None
+        assert_close_to(got_mean, mean, self.rtol_mean)
+        got_mean, got_var = predict_moments(solver, fitted, X_query, "var")
+        assert_close_to(got_mean, mean, self.rtol_mean)
+        assert_close_to(got_var, var, self.rtol_mean)
+        got_mean, got_cov = predict_moments(solver, fitted, X_query, "cov")
+        assert_close_to(got_mean, mean, self.rtol_mean)
+        assert_close_to(got_cov, cov, self.rtol_mean)
+        assert_close_to(kept.mean.beta, beta, self.rtol_mean)
+        assert_close_to(kept.mean.cov, C_inv, self.rtol_mean)
+        Kinv, _, _, E = dense_gls(kernel, X, Y, diag_add, term.H)
+        assert_close_to(kept.A, Kinv @ E, self.rtol_mean)
+        assert kept.value == pytest.approx(
+            dense_mean_nlml(kernel, X, Y, diag_add, term.H, method)[0], rel=self.rtol_mean)
+
+    @pytest.mark.parametrize("normalize_y", [False, True])
+    @pytest.mark.parametrize("method", METHODS)
+    @pytest.mark.parametrize("spec", ["linear", "callable"])
+    def test_mean_estimator_matches_the_dense_reference(self, spec, method, normalize_y):
+        # through the public estimator at fixed hyperparameters, two targets
+        # or one given as a vector: predictions (mean, std, covariance), the
+        # coefficients on the targets' scale, log_marginal_likelihood(theta)
+        for case in ("RBF, per-sample alpha, T=2", "C*RBF-ard, scalar alpha, T=1"):
+            kernel, X, Y, diag_add, X_query = problem(case)
+            y = Y[:, 0] if Y.shape[1] == 1 else Y
+            gpr = GaussianProcessRegressor(
+                kernel, alpha=diag_add, optimizer=None, normalize_y=normalize_y,
+                solver=self.name, mean=MEANS[spec], mean_method=method, **self.params)
+            gpr.fit(X, y)
+            shift, scale = (Y.mean(axis=0), Y.std(axis=0)) if normalize_y else (0.0, 1.0)
+            term = mean_term(MEANS[spec], method, X)
+            H, H_query = term.H, term.basis(X_query)
+            mean, cov, var, beta, C_inv = dense_mean_prediction(
+                kernel, X, (Y - shift) / scale, diag_add, H, X_query, H_query)
+            scale = np.broadcast_to(scale, (Y.shape[1],))
+            got_mean, got_std = gpr.predict(X_query, return_std=True)
+            expected_mean = (mean * scale + shift).reshape(got_mean.shape)
+            assert_close_to(got_mean, expected_mean, self.rtol_mean)
+            assert_close_to(got_std, (np.sqrt(var)[:, None] * scale).reshape(got_std.shape),
+                            self.rtol_mean)
+            _, got_cov = gpr.predict(X_query, return_cov=True)
+            assert_close_to(got_cov, (cov[:, :, None] * scale**2).reshape(got_cov.shape),
+                            self.rtol_mean)
+            coef = beta * scale
+            if spec == "linear" and normalize_y:
+                coef[0] += shift  # the intercept takes the normalisation's shift
+            assert_close_to(gpr.mean_coef_, coef.reshape(gpr.mean_coef_.shape),
+                            self.rtol_mean)
+            assert_close_to(gpr.mean_coef_cov_,
+                            (C_inv[:, :, None] * scale**2).reshape(gpr.mean_coef_cov_.shape),
+                            self.rtol_mean)
+            value, grad = gpr.log_marginal_likelihood(kernel.theta, eval_gradient=True)
+            expected_value, expected_grad = dense_mean_nlml(kernel, X, (Y - shift) / scale,
+                                                            diag_add, H, method)
+            assert -value == pytest.approx(expected_value, rel=self.rtol_mean)
+            assert_close_to(-grad, expected_grad, self.rtol_mean)
+            assert gpr.log_marginal_likelihood_value_ == pytest.approx(-expected_value,
+                                                                       rel=self.rtol_mean)
+
+    @pytest.mark.parametrize("count", THREAD_COUNTS)
+    def test_mean_above_the_tile_matches_the_reference_in_the_same_bits_on_1_and_2_threads(
+            self, count, numba_threads, counted_threads):
+        # the restricted likelihood with a linear mean above the tile: its
+        # rank-p correction and the passes in the same bits on 1 and 2 threads
+        case = "C*Matern52-ard+White, per-sample alpha, T=2"
+        kernel, X, Y, diag_add, X_query = self.above_tile_problem(case)
+        counts = sorted({1, count})
+        answers = {}
+        for threads in counts:
+            numba_threads(threads)
+            answers[threads] = self.mean_answers(kernel, X, Y, diag_add, X_query, "linear",
+                                                 "reml", self.above_tile_params)
+        assert counted_threads == set(counts)
+        assert_same_bits(answers[1], answers[count])
+        value, grad, mean, var = answers[count]
+        term = mean_term("linear", "reml", X)
+        expected_value, expected_grad = dense_mean_nlml(kernel, X, Y, diag_add, term.H, "reml")
+        expected_mean, _, expected_var, _, _ = dense_mean_prediction(
+            kernel, X, Y, diag_add, term.H, X_query, term.basis(X_query))
+        assert value == pytest.approx(expected_value, rel=self.rtol_mean)
+        assert_close_to(grad, expected_grad, self.rtol_mean)
+        assert_close_to(mean, expected_mean, self.rtol_mean)
+        assert_close_to(var, expected_var, self.rtol_mean)
 
 
 class LowRankConformance:

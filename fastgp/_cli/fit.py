@@ -16,12 +16,15 @@ import numpy as np
 
 from .table import MIN_ROWS, TableError, read_table
 
-__all__ = ["FitInputError", "KERNEL_FAMILIES", "default_kernel", "parse_inputs",
-           "split_rows", "run_fit"]
+__all__ = ["FitInputError", "KERNEL_FAMILIES", "MEAN_CHOICES", "default_kernel",
+           "parse_inputs", "split_rows", "run_fit"]
 
 #: The kernels ``--kernel`` names, each ``C * <family>(per-input length scales)
 #: + WhiteKernel``.
 KERNEL_FAMILIES = ("rbf", "matern12", "matern32", "matern52", "rational-quadratic")
+
+#: ``--mean``'s choices: the regressor's ``mean`` (None for "none").
+MEAN_CHOICES = ("none", "constant", "linear")
 
 #: Length scales start at each input's standard deviation and stay within
 #: these multiples of it, so that neither depends on the inputs' units.
@@ -219,6 +222,16 @@ def write_predictions(path, inputs, target, X, y, mean, std, held_out=None):
             writer.writerow(row)
 
 
+def mean_line(gpr, inputs, method):
+    """The fitted mean's coefficients and standard errors, one line:
+    ``mean (linear, reml): intercept 1.2 (0.3), a 0.5 (0.1)``."""
+    names = ["intercept"] + (list(inputs) if len(gpr.mean_coef_) > 1 else [])
+    errors = np.sqrt(np.diagonal(gpr.mean_coef_cov_))
+    terms = ", ".join(f"{name} {coef:.6g} ({error:.3g})"
+                      for name, coef, error in zip(names, gpr.mean_coef_, errors))
+    return f"mean ({gpr.mean}, {method}; standard errors in brackets): {terms}"
+
+
 def _check_prediction_columns(inputs, target, with_held_out):
     added = [*PREDICTION_COLUMNS, *([HELD_OUT_COLUMN] if with_held_out else [])]
     clash = [name for name in added if name in (*inputs, target)]
@@ -235,8 +248,8 @@ def run_fit(args, peak_rss_mb, compile_note):
     ----------
     args : argparse.Namespace
         ``fastgp fit``'s arguments: csv, target, inputs, kernel, solver,
-        optimizer, n_restarts, test_fraction, seed, model, predictions,
-        verbose.
+        mean, mean_method, optimizer, n_restarts, test_fraction, seed, model,
+        predictions, verbose.
     peak_rss_mb : callable
         The process's peak resident memory in MB (the CLI's).
     compile_note : callable
@@ -277,10 +290,11 @@ def run_fit(args, peak_rss_mb, compile_note):
     print(f"fastgp fit: {table.path}, {table.n_rows} rows{held}; target {args.target}; "
           f"inputs {', '.join(inputs)}; {kernel.n_dims} hyperparameters")
     print(f"start kernel: {kernel}")
+    mean = None if args.mean == "none" else args.mean
     gpr = GaussianProcessRegressor(
         kernel, normalize_y=True, optimizer=args.optimizer, solver=args.solver,
         n_restarts_optimizer=args.n_restarts, random_state=args.seed,
-        verbose=args.verbose)
+        verbose=args.verbose, mean=mean, mean_method=args.mean_method)
     start = time.perf_counter()
     with compiling_seconds() as compiled:
         gpr.fit(X, y)
@@ -289,6 +303,8 @@ def run_fit(args, peak_rss_mb, compile_note):
     mean_all, std_all = gpr.predict(X_all, return_std=True)
     print(f"fitted kernel: {gpr.kernel_}")
     print(f"solver: {gpr.solver_}")
+    if mean is not None:
+        print(mean_line(gpr, inputs, args.mean_method))
     print(f"log marginal likelihood: {gpr.log_marginal_likelihood_value_:.4f}")
     r2, rmse = r2_and_rmse(y, mean_all[train])
     print(f"in-sample R^2: {r2:.4f}, RMSE: {rmse:.6g} ({len(train)} rows)")

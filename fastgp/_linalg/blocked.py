@@ -40,6 +40,7 @@ from .tiles import TILE_COLUMNS, TILE_ROWS, run_tiles, width
 
 __all__ = ["DEFAULT_BLOCK", "cholesky_lower", "inverse_from_cholesky_lower",
            "solve_lower_columns", "solve_right_lower_transposed_rows",
+           "subtract_outer_lower",
            "leading_dimension", "cholesky_lower_float32", "solve_float32",
            "symmetric_matvec"]
 
@@ -412,11 +413,12 @@ def _column_major(B, rows):
     return B.ctypes.data, lda
 
 
-def solve_lower_columns(L, B, both=False):
-    """Overwrite ``B`` (n, k) float64 Fortran-ordered with L^-1 B, or with
-    (L L^T)^-1 B where ``both`` (dpotrs), L the lower triangle of ``L``
-    (n, n) with unit row stride: dtrsm by tiles of TILE_COLUMNS columns of B
-    (:mod:`.tiles`). The caller has checked that L's diagonal has no zero."""
+def solve_lower_columns(L, B, both=False, transposed=False):
+    """Overwrite ``B`` (n, k) float64 Fortran-ordered with L^-1 B, with
+    L^-T B where ``transposed``, or with (L L^T)^-1 B where ``both``
+    (dpotrs), L the lower triangle of ``L`` (n, n) with unit row stride:
+    dtrsm by tiles of TILE_COLUMNS columns of B (:mod:`.tiles`). The caller
+    has checked that L's diagonal has no zero."""
     n = L.shape[0]
     m = _Blocks(L, read_only=True)
     base, ldb = _column_major(B, n)
@@ -426,7 +428,7 @@ def solve_lower_columns(L, B, both=False):
 
     def tile(c, cols):
         at = ctypes.c_void_p(base + 8 * c * ldb)
-        for trans in ("NT" if both else "N"):
+        for trans in ("NT" if both else "T" if transposed else "N"):
             _dtrsm(_ch("L"), _ch("L"), _ch(trans), _ch("N"), _int(n), _int(cols), one,
                    m.at(0, 0), m.ld, at, _int(ldb))
 
@@ -453,6 +455,40 @@ def solve_right_lower_transposed_rows(L, B):
         m.at(0, 0), m.ld, ctypes.c_void_p(base + 8 * r), _int(ldb))
         for r, rows in _row_tiles(0, k)])
     return B
+
+
+def subtract_outer_lower(A, F):
+    """Overwrite the lower triangle of ``A`` (n, n) float64 with unit row
+    stride with that of A - F F^T, F (n, k) float64 Fortran-ordered (read
+    only): per tile of TILE_COLUMNS columns [c, c + w), one dsyrk on the
+    diagonal block (order w) and one dgemm on the rows below it. The tiles
+    write disjoint blocks (so run in any order, with the same bits on any
+    thread count: :mod:`.tiles`), nothing N x N is allocated and the strict
+    upper triangle is not touched. 2 n^2 k flops: the restricted
+    likelihood's rank-k correction of K^-1 (docs/design.md, "A mean
+    estimated with the covariance")."""
+    n = A.shape[0]
+    m = _Blocks(A)
+    if F.shape[0] != n or F.ndim != 2:
+        raise ValueError(f"expected an ({n}, k) array")
+    k = F.shape[1]
+    if n == 0 or k == 0:
+        return A
+    F = F if F.flags.writeable else F.copy(order="F")  # alive through the calls
+    base, ldf = _column_major(F, n)
+    one, minus = ctypes.byref(_ONE), ctypes.byref(_MINUS_ONE)
+
+    def tile(c, w):
+        _dsyrk(_ch("L"), _ch("N"), _int(w), _int(k), minus,
+               ctypes.c_void_p(base + 8 * c), _int(ldf), one, m.at(c, c), m.ld)
+        rows = n - c - w
+        if rows > 0:
+            _dgemm(_ch("N"), _ch("T"), _int(rows), _int(w), _int(k), minus,
+                   ctypes.c_void_p(base + 8 * (c + w)), _int(ldf),
+                   ctypes.c_void_p(base + 8 * c), _int(ldf), one, m.at(c + w, c), m.ld)
+
+    run_tiles([lambda c=c, w=w: tile(c, w) for c, w in _column_tiles(0, n)])
+    return A
 
 
 # ------------------------------------------------------------ float32, dsymv

@@ -45,6 +45,8 @@ __all__ = [
     "cho_inverse_in_place",
     "release_blas_before_pass",
     "solve_lower_in_place",
+    "solve_lower_transposed_in_place",
+    "subtract_outer_lower",
     "solve_right_lower_transposed",
     "log_det_from_factor",
     "BLOCKED_MIN_N",
@@ -191,16 +193,39 @@ def solve_lower_in_place(L, B):
     """Overwrite ``B`` (n, m) float64 F-contiguous with L^-1 B (dtrtrs, as
     fixed tiles of B's columns: :mod:`fastgp._linalg.tiles`), L the lower
     triangle of an (n, n) F-contiguous array."""
+    return _solve_lower(L, B, transposed=False)
+
+
+def solve_lower_transposed_in_place(L, B):
+    """Overwrite ``B`` (n, m) float64 F-contiguous with L^-T B (dtrtrs with
+    the transpose, as fixed tiles of B's columns), L the lower triangle of
+    an (n, n) F-contiguous array."""
+    return _solve_lower(L, B, transposed=True)
+
+
+def _solve_lower(L, B, transposed):
+    """L^-1 B or L^-T B over B in place (the two functions above)."""
     if _tiles_apply(L, B):
         zeros = np.flatnonzero(np.diagonal(L) == 0.0)
         if zeros.size:
             raise np.linalg.LinAlgError(f"dtrtrs failed with info={int(zeros[0]) + 1}")
-        return blocked_lapack.solve_lower_columns(L, B)
-    X, info = lapack.dtrtrs(L, B, lower=1, trans=0, unitdiag=0, overwrite_b=1)
+        return blocked_lapack.solve_lower_columns(L, B, transposed=transposed)
+    X, info = lapack.dtrtrs(L, B, lower=1, trans=int(transposed), unitdiag=0, overwrite_b=1)
     _check_same(X, B, "dtrtrs")
     if info != 0:
         raise np.linalg.LinAlgError(f"dtrtrs failed with info={info}")
     return B
+
+
+def subtract_outer_lower(B, F):
+    """Overwrite the lower triangle of ``B`` (n, n) float64 F-contiguous with
+    that of B - F F^T, F (n, k) float64 (made F-contiguous if it is not), in
+    column tiles of dsyrk and dgemm in place
+    (:func:`fastgp._linalg.blocked.subtract_outer_lower`): no N x N
+    temporary; the strict upper triangle is left as it was."""
+    _require_fortran(B, "dsyrk")
+    return blocked_lapack.subtract_outer_lower(
+        B, np.asarray(F, dtype=np.float64, order="F"))
 
 
 def solve_right_lower_transposed(L, B):

@@ -13,7 +13,8 @@ its methods; it never asks which solver it has.
     problem   = Problem(n_samples, n_features, n_targets, n_theta, fast)
     solver.fit_memory(problem), solver.remedies(problem)  the memory check, per place
     draws     = solver.draw(rng)                          the fit's draws (Draws)
-    objective = solver.objective(covariance, Y, diag_add, draws)
+    solver.accept_mean(mean)                              a mean it cannot estimate: ValueError
+    objective = solver.objective(covariance, Y, diag_add, draws, mean=mean)
     with solver.evaluation_context(n) as place:           threads, or a device
         value, grad = place.evaluate(objective, theta)
     solver.update(objective, theta)                       optimise again if True
@@ -146,6 +147,8 @@ class KeptModel:
         memory; None for a solver that keeps no N x N factor
     state : object or None, what the solver's predictions reuse (its own
         type); rebuilt by the solver when it is missing or stale
+    mean : fastgp._solvers.mean.FittedMean or None, the mean's coefficients
+        where the fit estimated one (A is then K^-1 (Y - H beta))
     """
 
     A: np.ndarray
@@ -153,6 +156,7 @@ class KeptModel:
     jitter: float = 0.0
     L: Any = None
     state: Any = None
+    mean: Any = None
 
     @property
     def host_factor(self):
@@ -171,7 +175,10 @@ class Fitted:
     draws : :class:`Draws`, what rebuilds the fit's objective; cache : dict,
     owned by the estimator, where a solver keeps the state its predictions
     reuse between calls (it checks that the state still matches ``kernel``
-    and ``diag_add``).
+    and ``diag_add``); mean : the KeptModel's ``mean`` (A is then the
+    residuals' K^-1 (Y - H beta)), which
+    :func:`fastgp._solvers.mean.predict_moments` adds around the solver's
+    predictions.
     """
 
     kernel: Any
@@ -182,6 +189,7 @@ class Fitted:
     L: Any
     draws: Any
     cache: dict
+    mean: Any = None
 
 
 #: The :attr:`FactorTexts.non_finite` of an estimator fitted on training
@@ -346,6 +354,12 @@ class GuardedObjective(ABC):
         and count of evaluations)."""
         raise NotImplementedError(f"{type(self).__name__} does not run in workers")
 
+    def kept_mean(self, *state):
+        """The mean's :class:`~fastgp._solvers.mean.FittedMean` at the point
+        last evaluated, for the kept model (``state``: what the solver's
+        last step still holds, such as the factor); None without a mean."""
+        return None
+
 
 def on_idle_cores(n_samples, function, *args, **kwargs):
     """``function(*args, **kwargs)`` outside a fit (a prediction, one
@@ -432,10 +446,19 @@ class Solver(ABC):
         return Draws()
 
     @abstractmethod
-    def objective(self, covariance, Y, diag_add, draws, verbose=False):
+    def objective(self, covariance, Y, diag_add, draws, verbose=False, mean=None, kept=None):
         """A :class:`GuardedObjective` over theta; allocates nothing large
         before its first call. ``draws``: :meth:`draw`'s or
-        :meth:`replay`'s."""
+        :meth:`replay`'s. ``mean``: a :class:`~fastgp._solvers.mean.MeanTerm`
+        whose coefficients the objective profiles out (its value is then the
+        profile or restricted likelihood), or None. ``kept``: after a fit,
+        the fitted model's state (``Fitted.cache["state"]``), which a solver
+        may reuse where it still matches (Vecchia's layout), or None."""
+
+    def accept_mean(self, mean):
+        """Raise ValueError where this solver cannot estimate ``mean`` (a
+        :class:`~fastgp._solvers.mean.MeanTerm`) with the covariance.
+        Default: accept."""
 
     def check_device_memory(self, needed_bytes, n_samples, operation, remedies):
         """Raise :class:`~fastgp.exceptions.InsufficientMemoryError` where

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._user_warnings import warn_user
 from ..exceptions import JitterWarning, NonFiniteMatrixError, NotPositiveDefiniteError
-from .base import KeptModel
+from .base import KeptModel, PointFailed
 
 __all__ = ["final_factor"]
 
@@ -21,7 +21,8 @@ def final_factor(objective, point, messages):
 
     objective : any objective with ``factor_with_jitter(point)`` -> (L, A,
         value, jitter), A in host memory, and a ``workspace`` (``release()``
-        and ``clear_strict_upper(L)``)
+        and ``clear_strict_upper(L)``); its ``kept_mean(L)`` is the kept
+        model's mean (None without one)
     messages : fastgp._solvers.base.FactorMessages
 
     Raises ValueError (K not finite, or the value or A not finite) and
@@ -31,6 +32,8 @@ def final_factor(objective, point, messages):
     """
     try:
         L, A, value, jitter = objective.factor_with_jitter(point)
+    except PointFailed as exc:  # a mean's GLS with no finite answer
+        raise np.linalg.LinAlgError(messages.not_positive_definite(0.0)) from exc
     except NonFiniteMatrixError as exc:
         raise ValueError(messages.non_finite(), str(exc)) from exc
     except NotPositiveDefiniteError as exc:
@@ -41,8 +44,9 @@ def final_factor(objective, point, messages):
         warn_user(messages.jitter(jitter), JitterWarning)
     if not (np.isfinite(value) and np.all(np.isfinite(A))):
         raise ValueError(messages.overflow())
+    mean = objective.kept_mean(L)
     objective.workspace.clear_strict_upper(L)
     released = objective.workspace.release()
     if released is not L:
         raise AssertionError("the final factor is not the workspace's buffer")
-    return KeptModel(A=A, value=float(value), jitter=jitter, L=L)
+    return KeptModel(A=A, value=float(value), jitter=jitter, L=L, mean=mean)

@@ -1,11 +1,11 @@
 """The Cholesky, matrix-free and Vecchia solvers answer the conformance
 battery (tests/_conformance.py) against the dense NumPy reference."""
 
-from _conformance import LowRankConformance, SolverConformance
+from _conformance import LowRankConformance, MeanConformance, SolverConformance
 from fastgp._engine.interpreter import TILE
 
 
-class TestCholeskySolver(SolverConformance):
+class TestCholeskySolver(SolverConformance, MeanConformance):
     name = "cholesky"
     memory_share = 0.75  # measured 0.97 at N = 1,500
     # measured 0.80 (covariance) and 0.46 (sample_y, whose SVD's LAPACK buffers
@@ -13,7 +13,7 @@ class TestCholeskySolver(SolverConformance):
     predict_memory_share = 0.4
 
 
-class TestIterativeSolver(SolverConformance, LowRankConformance):
+class TestIterativeSolver(SolverConformance, MeanConformance, LowRankConformance):
     """Exact on these problems: a preconditioner of full rank makes P = K~, so
     the stochastic terms vanish and CG converges at once. At rank 4 the
     probes carry the estimate, which is unbiased (LowRankConformance)."""
@@ -37,7 +37,7 @@ class TestIterativeSolver(SolverConformance, LowRankConformance):
     predict_memory_share = 0.5  # measured 0.68 (covariance and sample_y)
 
 
-class TestVecchiaSolver(SolverConformance):
+class TestVecchiaSolver(SolverConformance, MeanConformance):
     """Exact on these problems: with every earlier point a neighbour
     (n_neighbors = N - 1) the product of the conditionals is the likelihood,
     and a query point conditioned on every training point is the exact GP's

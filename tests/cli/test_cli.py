@@ -481,6 +481,39 @@ def test_cli_fit_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
             assert (tmp_path / argv[argv.index(option) + 1]).stat().st_size > 0
 
 
+def test_cli_fit_mean_options_parse():
+    parser, _ = cli.build_parser()
+    args = parser.parse_args(["fit", "d.csv", "--target", "y"])
+    assert (args.mean, args.mean_method) == ("none", "reml")
+    args = parser.parse_args(["fit", "d.csv", "--target", "y", "--mean", "linear",
+                              "--mean-method", "profile"])
+    assert (args.mean, args.mean_method) == ("linear", "profile")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["fit", "d.csv", "--target", "y", "--mean", "quadratic"])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("method", ["reml", "profile"])
+def test_cli_fit_mean_reaches_the_estimator_and_prints_its_coefficients(
+        data_csv, tmp_path, capsys, method):
+    joblib = pytest.importorskip("joblib")
+    model = tmp_path / "model.joblib"
+    out = _fit([data_csv, "--target", "y", "--inputs", "a,b", "--mean", "linear",
+                "--mean-method", method, "--model", model, "--quiet"], capsys)
+    gpr = joblib.load(model)
+    assert (gpr.mean, gpr.mean_method) == ("linear", method)
+    number = r"-?[0-9.]+(?:e[-+]\d+)?"  # as :g writes them
+    line = re.search(rf"^mean \(linear, {method}; standard errors in brackets\): "
+                     rf"intercept ({number}) \(({number})\), a ({number}) \(({number})\), "
+                     rf"b ({number}) \(({number})\)$", out, re.M)
+    printed = np.array([float(v) for v in line.groups()]).reshape(3, 2)
+    np.testing.assert_allclose(printed[:, 0], gpr.mean_coef_, rtol=1e-5)
+    np.testing.assert_allclose(printed[:, 1], np.sqrt(np.diag(gpr.mean_coef_cov_)), rtol=1e-2)
+    assert printed[2, 0] == pytest.approx(0.5, abs=0.15)  # y = sin(a) + 0.5 b + noise
+    out = _fit([data_csv, "--target", "y", "--inputs", "a,b", "--quiet"], capsys)
+    assert "mean (" not in out
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_cli_fit_solver_reaches_the_estimator(data_csv, capsys):
     out = _fit([data_csv, "--target", "y", "--inputs", "a,b", "--solver", "vecchia",

@@ -49,6 +49,8 @@ OTHER_VALUES = {
     "ordering": "random",
     "n_jobs": 2,
     "device": "cuda",
+    "mean": "linear",
+    "mean_method": "profile",
 }
 
 

@@ -55,8 +55,9 @@ class CholeskySolver(Solver):
                    ["use a kernel on fastgp's fast path, whose gradient needs no "
                     "(N, N, n_hyperparameters) tensor"]))
 
-    def objective(self, covariance, Y, diag_add, draws, verbose=False):
-        return NegLogMarginalLikelihood(covariance, Y, diag_add, Workspace(len(Y)))
+    def objective(self, covariance, Y, diag_add, draws, verbose=False, mean=None, kept=None):
+        return NegLogMarginalLikelihood(covariance, Y, diag_add, Workspace(len(Y)),
+                                        mean=mean)
 
     def final(self, objective, theta, messages):
         return final_factor(objective, theta, messages)

@@ -13,6 +13,16 @@ by entry and reduces it against dK recomputed on the fly. The workspace
 (:class:`~fastgp._solvers.workspace.Workspace`) is allocated once and
 reused by every call.
 
+With a mean (docs/design.md, "A mean estimated with the covariance";
+:mod:`fastgp._solvers.mean`) the targets enter through the whitened
+[L^-1 Y, L^-1 Q] (one triangular solve), the GLS is a QR of L^-1 Q, and
+A = L^-T (L^-1 E) is the residuals' E = Y - Q beta; the profile
+likelihood's gradient is then the pass as it stands. The restricted one
+(REML) subtracts F F^T, F = L^-T U (U the QR's orthonormal factor, so
+F F^T = K^-1 Q C^-1 Q^T K^-1), from the inverse's lower triangle in place
+(:func:`fastgp._linalg.lapack.subtract_outer_lower`, column tiles: no N x N
+temporary), so that the same pass reads W = T P - A A^T, P = K^-1 - F F^T.
+
 This module owns the regression objective's mathematics and the evaluation
 in the buffer that the GPLVM's objective shares (:class:`BufferObjective`);
 the guard that answers inf where K is not
@@ -33,6 +43,9 @@ from ..._linalg.lapack import (
     exact_sum,
     log_det_from_factor,
     release_blas_before_pass,
+    solve_lower_in_place,
+    solve_lower_transposed_in_place,
+    subtract_outer_lower,
 )
 from ..base import GuardedObjective, PointFailed, regression_targets
 from ..workspace import Workspace
@@ -75,16 +88,21 @@ class NegLogMarginalLikelihood(BufferObjective):
         Added to K's diagonal (scikit-learn's ``alpha``).
     workspace : fastgp._solvers.workspace.Workspace
         Holds the N x N buffer; overwritten by every call.
+    mean : fastgp._solvers.mean.MeanTerm or None
+        A mean whose coefficients are profiled out (module docstring).
 
     Where K is not positive definite (dpotrf fails) or a value is not finite,
     the call returns ``(inf, zeros)``, the answer that makes L-BFGS-B's line
     search back off, as scikit-learn's ``-inf`` log marginal likelihood does.
     """
 
-    def __init__(self, covariance, Y, diag_add, workspace):
+    def __init__(self, covariance, Y, diag_add, workspace, mean=None):
         self.covariance = covariance
         self.Y, self.diag_add = regression_targets(Y, diag_add)
         self.workspace = workspace
+        self.mean = mean
+        self._gls = None  # the mean's GLS at the last factor, and L^-1 Q there
+        self._whitened_basis = None
         self.n_evaluations = 0
 
     @property
@@ -125,7 +143,11 @@ class NegLogMarginalLikelihood(BufferObjective):
         return B, A, value, jitter
 
     def _solve(self, L):
-        """A = K^-1 Y and L(theta) from the factor (eq. 2.30)."""
+        """A = K^-1 Y and L(theta) from the factor (eq. 2.30); with a mean,
+        A = K^-1 E and the profile or restricted likelihood (module
+        docstring)."""
+        if self.mean is not None:
+            return self._solve_with_mean(L)
         A = cho_solve_factor(L, self.Y)
         n, T = self.Y.shape
         # math.fsum, not einsum: NumPy's SIMD reductions round differently
@@ -134,6 +156,39 @@ class NegLogMarginalLikelihood(BufferObjective):
         value = (0.5 * exact_sum((self.Y * A).ravel())
                  + 0.5 * T * log_det_from_factor(L) + 0.5 * n * T * _LOG_2PI)
         return A, value
+
+    def _solve_with_mean(self, L):
+        n, T = self.Y.shape
+        Z = solve_lower_in_place(L, np.asfortranarray(np.hstack([self.Y, self.mean.Q])))
+        gls = self.mean.whitened(Z[:, T:], Z[:, :T])
+        self._gls, self._whitened_basis = gls, Z[:, T:]
+        A = solve_lower_transposed_in_place(L, np.array(gls.residual, order="F"))
+        value = (0.5 * exact_sum((gls.residual * gls.residual).ravel())
+                 + 0.5 * T * log_det_from_factor(L) + 0.5 * n * T * _LOG_2PI
+                 + self.mean.restricted_value(gls, T))
+        return np.ascontiguousarray(A), value
+
+    def value_and_grad_at(self, point):
+        if self.mean is None or not self.mean.restricted:
+            return super().value_and_grad_at(point)
+        B, A, value = self.factor(point)
+        if not math.isfinite(value):
+            raise PointFailed  # before the inverse
+        # F = K^-1 Q R^-1 from the factor, before the inverse overwrites it
+        F = self._gls.scaled(solve_lower_transposed_in_place(B, self._whitened_basis))
+        self._whitened_basis = None  # overwritten by K^-1 Q
+        cho_inverse_in_place(B)
+        subtract_outer_lower(B, F)  # the lower triangle of P = K^-1 - F F^T
+        release_blas_before_pass()  # the last LAPACK call before the gradient pass
+        return value, self._gradient(point, B, A)
+
+    def kept_mean(self, L):
+        """The mean's coefficients at the last factor L (the kept model's),
+        with K^-1 Q = L^-T (L^-1 Q); None without a mean."""
+        if self.mean is None:
+            return None
+        return self.mean.kept(self._gls, solve_lower_transposed_in_place(
+            L, np.asfortranarray(self._whitened_basis)))
 
     def for_worker(self):
         """A copy for one optimiser run elsewhere (a joblib task): the same

@@ -138,7 +138,17 @@ class CudaSolver(Solver):
     def _workspace(self, n):
         return _track(DeviceWorkspace(self.device, n, self.check_device_memory), self)
 
-    def objective(self, covariance, Y, diag_add, draws, verbose=False):
+    def accept_mean(self, mean):
+        if mean is not None:
+            raise ValueError(
+                "A mean estimated with the covariance (mean=...) runs on the CPU only: "
+                "its generalised least squares works in the CPU objectives' solves "
+                "(docs/design.md, \"A mean estimated with the covariance\"). Use "
+                "device=\"cpu\" (solver \"cholesky\", \"vecchia\" or \"iterative\"), "
+                "or fit without a mean.")
+
+    def objective(self, covariance, Y, diag_add, draws, verbose=False, mean=None, kept=None):
+        self.accept_mean(mean)
         device = self.device
         with device.active():
             covariance = self._covariance(covariance.kernel, covariance.X,

@@ -73,9 +73,9 @@ class IterativeSolver(Solver):
         # the restarts' starts are drawn
         return Draws(seed=int(rng.randint(np.iinfo(np.int32).max)))
 
-    def objective(self, covariance, Y, diag_add, draws, verbose=False):
+    def objective(self, covariance, Y, diag_add, draws, verbose=False, mean=None, kept=None):
         return IterativeNegLogMarginalLikelihood(covariance, Y, diag_add, self.options,
-                                                 draws.seed, verbose=verbose)
+                                                 draws.seed, verbose=verbose, mean=mean)
 
     def final(self, objective, theta, messages):
         return final_model(objective, theta, messages)

@@ -27,6 +27,15 @@ S = D^-1 L_k C_L^-T, C = C_L C_L^T (written over L_k:
 The standard normal draws e_i, g_i are made once per objective from its seed,
 so the objective is one deterministic function of theta for the whole fit.
 
+With a mean (docs/design.md, "A mean estimated with the covariance";
+:mod:`fastgp._solvers.mean`) the same batched CG solves p more columns, the
+orthonormal basis Q: K~ [A_y, G, U] = [Y, Q, Z]. The GLS is a Cholesky
+factor of C = Q^T G (with a rank check), A = A_y - G beta the residuals'
+dual coefficients, and the trace and bilinear forms are those of the
+residuals: the profile likelihood's gradient as it stands. The restricted
+one (REML) adds -T tr(F^T dK F), F = G C^-1/2 (n, p), as p more columns of
+the pass's symmetric operand beside S (the same -T scale).
+
 Trial points. A line search's trial point can land where the preconditioner
 holds far less of K~ than anywhere the fit has been (a length scale shorter
 than its rank can follow, a much smaller noise level), and CG there may run
@@ -109,6 +118,8 @@ class IterativeNegLogMarginalLikelihood(GuardedObjective):
         Seeds the probes' draws (:class:`ProbeDraws`).
     verbose : bool
         Print CG's iterations and final residual after each evaluation.
+    mean : fastgp._solvers.mean.MeanTerm or None
+        A mean whose coefficients are profiled out (module docstring).
 
     Attributes
     ----------
@@ -130,9 +141,11 @@ class IterativeNegLogMarginalLikelihood(GuardedObjective):
     ``(inf, zeros)``, as :class:`fastgp._solvers.cholesky.objective.NegLogMarginalLikelihood`.
     """
 
-    def __init__(self, covariance, Y, diag_add, options, seed, verbose=False):
+    def __init__(self, covariance, Y, diag_add, options, seed, verbose=False, mean=None):
         self.covariance = for_fit(covariance)
         self.Y, self.diag_add = regression_targets(Y, diag_add)
+        self.mean = mean
+        self._gls = self._G = None  # the mean's GLS and K~^-1 Q at the last solve
         self.options = options
         self.draws = ProbeDraws(len(self.Y), options.preconditioner_rank,
                                 options.n_probes, seed)
@@ -167,7 +180,38 @@ class IterativeNegLogMarginalLikelihood(GuardedObjective):
         Z = system.preconditioner.probes(self.draws.E, self.draws.G)
         n, T = self.Y.shape
         cap = self._trial_cap(theta) if trial else self.options.max_cg_iter
+        if self.mean is not None:
+            return self._solve_with_mean(system, Z, cap)
         cg = system.solve(np.hstack([self.Y, Z]), max_iter=cap)
+        self._record(theta, cg, system, cap)
+        t = Z.shape[1]
+        quadrature = lanczos_quadrature(cg, range(T, T + t))
+        log_det = system.preconditioner.log_det + float(np.mean(quadrature))
+        A, U = cg.X[:, :T], cg.X[:, T:]
+        value = (0.5 * float(np.einsum("ik,ik->", self.Y, A)) + 0.5 * T * log_det
+                 + 0.5 * n * T * _LOG_2PI)
+        return system, A, U, Z, value
+
+    def _solve_with_mean(self, system, Z, cap):
+        """:meth:`_solve` with the mean's p columns beside the targets
+        (module docstring): A is the residuals' K~^-1 E."""
+        n, T = self.Y.shape
+        p, t = self.mean.p, Z.shape[1]
+        cg = system.solve(np.hstack([self.Y, self.mean.Q, Z]), max_iter=cap)
+        self._record(system.theta, cg, system, cap)
+        quadrature = lanczos_quadrature(cg, range(T + p, T + p + t))
+        log_det = system.preconditioner.log_det + float(np.mean(quadrature))
+        self._G = cg.X[:, T:T + p]
+        self._gls = self.mean.solved(self._G, cg.X[:, :T], self.Y)
+        A, U = self._gls.residual, cg.X[:, T + p:]
+        E = self.Y - self.mean.Q @ self._gls.beta
+        value = (0.5 * float(np.einsum("ik,ik->", E, A)) + 0.5 * T * log_det
+                 + 0.5 * n * T * _LOG_2PI + self.mean.restricted_value(self._gls, T))
+        return system, A, U, Z, value
+
+    def _record(self, theta, cg, system, cap):
+        """Count the solve, print it where verbose, and raise TrialAbandoned
+        where a trial point's CG stopped at its cap (module docstring)."""
         self.last_cg = cg
         self.n_solves += 1
         if self.verbose:
@@ -186,13 +230,6 @@ class IterativeNegLogMarginalLikelihood(GuardedObjective):
         else:
             self.n_unconverged += 1
             self.worst_residual = max(self.worst_residual, cg.max_residual)
-        t = Z.shape[1]
-        quadrature = lanczos_quadrature(cg, range(T, T + t))
-        log_det = system.preconditioner.log_det + float(np.mean(quadrature))
-        A, U = cg.X[:, :T], cg.X[:, T:]
-        value = (0.5 * float(np.einsum("ik,ik->", self.Y, A)) + 0.5 * T * log_det
-                 + 0.5 * n * T * _LOG_2PI)
-        return system, A, U, Z, value
 
     def _gradient(self, theta, system, A, U, Z):
         """Module docstring: tr(K~^-1 dK) = tr(P^-1 dK) + tr((K~^-1 - P^-1) dK),
@@ -217,6 +254,10 @@ class IterativeNegLogMarginalLikelihood(GuardedObjective):
         # tr(P^-1 dK) = sum_i dK_ii / D_i - tr(S^T dK S), S in L's memory
         # (P is spent: this system is the evaluation's own)
         S = P.into_trace_factor()
+        if self.mean is not None and self.mean.restricted:
+            # REML: tr(P dK) = tr(K~^-1 dK) - tr(F^T dK F), F = G C^-1/2 (module
+            # docstring), p more columns of the symmetric operand at -T
+            S = np.asfortranarray(np.hstack([S, self._gls.scaled(self._G)]))
         release_blas_before_pass()  # as KernelSystem.matmat: the pass needs every core
         return 0.5 * (exact_diagonal
                       + self.covariance.grad_bilinear(theta, left, right, S, -T))
@@ -235,6 +276,10 @@ class IterativeNegLogMarginalLikelihood(GuardedObjective):
                                              trial=False)
         return A, value, system
 
+    def kept_mean(self):
+        """The mean's coefficients at the last solve (None without a mean)."""
+        return None if self.mean is None else self.mean.kept(self._gls, self._G)
+
 
 def final_model(objective, point, messages):
     """The matrix-free path's kept model at ``point`` (the solver's
@@ -247,8 +292,9 @@ def final_model(objective, point, messages):
     """
     try:
         A, value, system = objective.final(point)
-    except NotPositiveDefiniteError as exc:
+    except (NotPositiveDefiniteError, PointFailed) as exc:  # PointFailed: a mean's GLS
         raise np.linalg.LinAlgError(messages.not_positive_definite(0.0), str(exc)) from exc
     if not (math.isfinite(value) and np.all(np.isfinite(A))):
         raise ValueError(messages.overflow())
-    return KeptModel(A=A, value=float(value), jitter=0.0, L=None, state=system)
+    return KeptModel(A=A, value=float(value), jitter=0.0, L=None, state=system,
+                     mean=objective.kept_mean())

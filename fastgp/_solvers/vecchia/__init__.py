@@ -79,12 +79,14 @@ class VecchiaSolver(Solver):
         # the restarts' starts are drawn
         return Draws(seed=int(rng.randint(np.iinfo(np.int32).max)))
 
-    def objective(self, covariance, Y, diag_add, draws, verbose=False):
+    def objective(self, covariance, Y, diag_add, draws, verbose=False, mean=None, kept=None):
         # draws.scales: after a fit (replay), the length scales its last
-        # layout was found at
+        # layout was found at; kept: the fitted state, whose layout is taken
+        # where it was found there (the same inputs, m, ordering and seed)
         return VecchiaNegLogLikelihood(covariance, Y, diag_add, self.n_neighbors,
                                        self.ordering, draws.seed, draws.scales,
-                                       verbose=verbose)
+                                       verbose=verbose, mean=mean,
+                                       kept_layout=getattr(kept, "layout", None))
 
     def replay(self, objective, draws):
         return Draws(seed=objective.seed, scales=objective.scales)

@@ -43,9 +43,11 @@ class VecchiaRows:
     def n_samples(self):
         return self.Y.shape[0]
 
-    def partials(self, theta, want_grad, first, last):
-        """The blocks [first, last)'s partial sums and flags."""
-        return self.covariance.vecchia_partials(theta, self.Y, self.diag_add, self.points,
+    def partials(self, theta, want_grad, Y, first, last):
+        """The blocks [first, last)'s partial sums and flags, of the targets
+        ``Y`` (n, T') in the rows' labels, or of the rows' own where None."""
+        return self.covariance.vecchia_partials(theta, self.Y if Y is None else Y,
+                                                self.diag_add, self.points,
                                                 self.neighbours, want_grad=want_grad,
                                                 blocks=(first, last))
 
@@ -98,24 +100,40 @@ class VecchiaSums:
             return [getattr(self.rows, method)(*args, 0, self.n_blocks)]
         return self.dispatcher.map(method, [(*args, a, b) for a, b in self.groups])
 
-    def terms(self, theta, want_grad=True):
+    def terms(self, theta, want_grad=True, Y=None):
         """(nll, grad or None, n_bad), as ``FastCovariance.vecchia_total``
-        gives it from every block's partial sums."""
+        gives it from every block's partial sums, of the targets ``Y`` (n, T')
+        in the rows' labels (sent with every task), or of the rows' own
+        where None."""
         parts = self._over_blocks("partials", np.asarray(theta, dtype=np.float64),
-                                  bool(want_grad))
+                                  bool(want_grad), Y)
         partial = _joined([p for p, _ in parts])
         flags = _joined([f for _, f in parts])
         return self.rows.covariance.vecchia_total(partial, flags, want_grad)
 
-    def dual(self, theta):
-        """(A (n, T) = U U^T Y in the rows' labels, or None, n_bad)."""
+    def weight_rows(self, theta):
+        """(b (n, m), v (n,), r (n, T), n_bad): every row's factor of U, of
+        the rows' own targets, in row order (b, v, r None where n_bad > 0)."""
         parts = self._over_blocks("weight_rows", np.asarray(theta, dtype=np.float64))
         n_bad = sum(part[3] for part in parts)
         if n_bad:
-            return None, n_bad
+            return None, None, None, n_bad
         b, v, r = (_joined([part[k] for part in parts]) for k in range(3))
+        return b, v, r, 0
+
+    def dual_of_rows(self, b, v, r):
+        """U U^T Y (n, T') in the rows' labels from the rows of
+        :meth:`weight_rows`, for any residuals r (n, T') of theirs (r is
+        linear in the targets: Y's columns combined give r's combined)."""
         return self.rows.covariance.vecchia_dual(self.rows.points, self.rows.neighbours,
-                                                 b, v, r, self.n_samples), 0
+                                                 b, v, r, self.n_samples)
+
+    def dual(self, theta):
+        """(A (n, T) = U U^T Y in the rows' labels, or None, n_bad)."""
+        b, v, r, n_bad = self.weight_rows(theta)
+        if n_bad:
+            return None, n_bad
+        return self.dual_of_rows(b, v, r), 0
 
     @property
     def n_samples(self):

@@ -34,7 +34,8 @@ def _state(fitted):
     if state is None or not np.array_equal(state.scales, scales):
         from .objective import VecchiaState
 
-        state = VecchiaState(scales, scaled_inputs(fitted.X, scales))
+        state = VecchiaState(scales, scaled_inputs(fitted.X, scales),
+                             layout=getattr(state, "layout", None))
         fitted.cache["state"] = state
     if state.tree is None:
         state.tree = cKDTree(state.X_scaled)
