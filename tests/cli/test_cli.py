@@ -36,8 +36,12 @@ def test_python_m_fastgp_fits_and_prints_the_summary():
     result = _run_module("--quiet", threads=None)
     assert result.returncode == 0, result.stderr
     # the weekly kernel converges inside its bounds: nothing on stderr, no
-    # bound warning, no long-fit notice
-    assert result.stderr == ""
+    # bound warning; only the long-fit notice may be there, since it reads
+    # this machine's load (the first evaluation's time: 0.66 s measured with
+    # another test process on both cores, "24 s to 118 s", where quiet the
+    # fit takes about 20 s and says nothing)
+    printed = result.stderr.splitlines()
+    assert all(line.startswith("fastgp: LongFitWarning: ") for line in printed), result.stderr
     out = result.stdout
     assert re.search(r"^fastgp: Mauna Loa CO2, 2225 weekly means, 10 hyperparameters$",
                      out, re.M)

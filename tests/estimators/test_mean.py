@@ -96,9 +96,13 @@ def test_mean_none_is_the_estimator_without_the_parameter_bit_for_bit(solver, mo
 #: What the estimator gave before it had a mean (commit 3ade45b), on
 #: trend_data() with kernel() and random_state=0: the fitted log marginal
 #: likelihood, the predictive mean and standard deviation at the first three
-#: query points. Checked bit for bit on the machine they were written on;
-#: here to 1e-12 relative, since another CPU may round the kernel's exp
-#: differently (docs/design.md, "Parallel passes, determinism and threads").
+#: query points. Checked bit for bit on the machine and releases they were
+#: written with; here to 1e-8 relative: another CPU may round the kernel's
+#: exp differently (docs/design.md, "Parallel passes, determinism and
+#: threads"), and the fit's end point moves by about 1e-9 relative between
+#: SciPy releases (SciPy 1.15 rewrote L-BFGS-B), as the minimum-version CI
+#: stage measures. A mean=None that reached the mean's code would move these
+#: by far more; the same-process bit-for-bit check is the test above.
 SAVED = {
     "cholesky": ["0x1.2a3e4ec434fe3p+5", "0x1.b6ec4971e1000p+1", "0x1.87cebb2a1ab80p+2",
                  "0x1.648e93b008480p+2", "0x1.2e7b91f0e93d8p-4", "0x1.03771ec0b3795p-4",
@@ -120,7 +124,7 @@ def test_mean_none_reproduces_the_values_saved_before_the_mean(solver):
     mean, std = gpr.predict(X_query[:3], return_std=True)
     got = np.concatenate([[gpr.log_marginal_likelihood_value_], mean, std])
     expected = np.array([float.fromhex(h) for h in SAVED[solver]])
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=0)
 
 
 # ------------------------------------------------------ the coefficients
