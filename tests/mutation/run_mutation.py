@@ -2,8 +2,9 @@
 
     python tests/mutation/run_mutation.py all --per-module 3 --budget-s 1800
     python tests/mutation/run_mutation.py python --modules fastgp/_backend/lowering.py --list
-    python tests/mutation/run_mutation.py engine --modules fastgp/_engine/leaves.py \
-        --per-module 3 --output engine_rerun
+    python tests/mutation/run_mutation.py python --modules fastgp/_fit/clock.py \
+        --per-module 12 --every-below 12
+    python tests/mutation/run_mutation.py all --table
 
 Two groups, because Numba makes a mutant of the engine expensive: any change
 to a module of compiled code in ``fastgp/_engine`` changes the package-wide
@@ -18,15 +19,13 @@ cache stamp (``config.STAMPED_MODULES``), so every routine recompiles
   plain Python (``NUMBA_DISABLE_JIT=1`` with the ``mutation.pure_python``
   plugin) on a selection of small-N tests each.
 
-Left out: the ``__init__.py`` files that hold only a docstring or imports
-(``fastgp/__init__.py``'s names and version, the subpackages' docstrings)
-and ``_backend/points.py`` (re-exports only): cosmic-ray finds nothing to
-mutate in them. Modules in which it finds nothing (the deprecation shims,
+Modules in which it finds nothing (the deprecation shims,
 ``exceptions.py``, ``memory/__init__.py``, ``__main__.py``) are listed with 0
 mutants.
 
-For each module, cosmic-ray (``cosmic-ray init``) lists every mutant; a
-random sample of ``--per-module`` of them (``random.Random(SEED)`` over the
+For each module, cosmic-ray (``cosmic-ray init``) lists every mutant; every
+one runs where the module has at most ``--every-below``, else a random sample
+of ``--per-module`` of them (``random.Random(SEED)`` over the
 mutants sorted by operator, occurrence and position, so the sample is the
 same on every run of the same sources) is kept and the rest deleted from the
 session before ``cosmic-ray exec`` runs it. Everything happens in a copy of
@@ -39,9 +38,16 @@ twice its fair share of the budget left; mutants not run by then are
 reported as not run. A mutant whose tests time out counts as killed
 (cosmic-ray's rule).
 
-Writes tests/mutation/results/<group or --output>.json after each module (a
-stopped run keeps what finished): per module, the number of mutants, the
-sample, killed, survived, not run, and each survivor's diff.
+Writes tests/mutation/results/run.json (or ``--output``) after each module
+(a stopped run keeps what finished): per module, the number of mutants, the
+sample, killed, survived, not run, the kill rate's 95 % Wilson interval (a
+sample is a simple random sample of the module's mutants, so the interval is
+the module's kill rate's, not the sample's), and each survivor's diff.
+``--table`` prints a results file as docs/testing.md's table.
+
+Left out of every run: :data:`NOT_MUTATED` (imports, re-exports or a
+docstring only). tests/project/test_mutation_runner.py checks that every
+other module of fastgp/ has a test selection here.
 """
 
 import argparse
@@ -72,9 +78,17 @@ _CLI = "tests/cli/test_cli.py"
 _CLASSIFIER = "tests/estimators/test_classifier.py tests/_solvers/cholesky/test_laplace_float32.py"
 _ITERATIVE = "tests/_solvers/iterative/test_iterative_krylov.py tests/_solvers/iterative/test_iterative_objective.py"
 _VECCHIA = "tests/_solvers/vecchia/test_vecchia_core.py tests/estimators/test_vecchia_regressor.py"
+_FITTED = "tests/estimators/test_fitted_state.py"
 _MEMORY = ("tests/memory/test_reliability_memory.py tests/memory/test_reliability_budget.py "
            "tests/memory/test_reliability_ledger.py")
 _SHIMS = "tests/project/test_public_names.py"
+_BACKEND = "tests/_backend/test_backend_conformance.py tests/_backend/test_kernel_fallback.py"
+#: the GPU path's tests in numba-cuda's simulator (tests/conftest.py sets
+#: NUMBA_ENABLE_CUDASIM) without the whole fits marked slow
+_GPU = "tests/_solvers/cuda/test_gpu_path.py -m 'not slow'"
+_DEVICE_LINALG = "tests/_linalg/test_linalg_device_blocked.py"
+#: the battery's memory estimates against traced peaks, for every solver
+_MEMORY_PEAKS = "tests/_solvers/test_solver_conformance.py -k memory"
 #: the engine's selections run as plain Python; the tests that need the JIT
 #: itself (a compile-time refusal, thread counts, a float's last bits) are left out
 _PURE = "-p mutation.pure_python "
@@ -97,6 +111,25 @@ GROUPS = {
                                          "tests/_backend/test_kernel_fallback.py "
                                          "tests/_engine/test_product_passes.py",
         "fastgp/_backend/lowering.py": _LOWERING,
+        "fastgp/_backend/inputs.py": _BACKEND,
+        "fastgp/_backend/kernel_object.py": _BACKEND,
+        "fastgp/_backend/products.py": _BACKEND + " tests/_engine/test_product_passes.py",
+        "fastgp/_backend/latent.py": "tests/_solvers/cholesky/test_gplvm_gradient.py",
+        "fastgp/_backend/vecchia_blocks.py": _VECCHIA,
+        "fastgp/_backend/device_covariance.py": _GPU,
+        "fastgp/_engine/cuda_passes.py": _GPU,
+        "fastgp/_engine/cuda_retarget.py": _GPU,
+        "fastgp/_linalg/cuda_tiles.py": _DEVICE_LINALG,
+        "fastgp/_linalg/device_blocked.py": _DEVICE_LINALG,
+        "fastgp/_linalg/host_tiles.py": _DEVICE_LINALG,
+        "fastgp/_linalg/tile_calls.py": _DEVICE_LINALG,
+        "fastgp/_solvers/cuda/__init__.py": _GPU,
+        "fastgp/_solvers/cuda/device.py": _GPU,
+        "fastgp/_solvers/cuda/objective.py": _GPU,
+        "fastgp/_solvers/cuda/workspace.py": _GPU,
+        "fastgp/_solvers/mean.py": ("tests/estimators/test_mean.py "
+                                    "tests/_solvers/test_solver_conformance.py -k mean"),
+        "fastgp/_fit/noise.py": "tests/_fit/test_noise_free_fit.py",
         "fastgp/_cli/fit.py": _CLI,
         "fastgp/_cli/table.py": _CLI,
         "fastgp/cli.py": _CLI,
@@ -144,7 +177,7 @@ GROUPS = {
         "fastgp/_solvers/iterative/preconditioner.py": _ITERATIVE,
         "fastgp/_solvers/iterative/predict.py": "tests/estimators/test_iterative_regressor.py",
         "fastgp/_solvers/iterative/system.py": _ITERATIVE,
-        "fastgp/_solvers/vecchia/__init__.py": _VECCHIA,
+        "fastgp/_solvers/vecchia/__init__.py": _VECCHIA + " " + _FITTED,
         "fastgp/_solvers/vecchia/distributed.py": "tests/_solvers/vecchia/test_vecchia_distributed.py",
         "fastgp/_solvers/vecchia/neighbours.py": _VECCHIA,
         "fastgp/_solvers/vecchia/objective.py": _VECCHIA,
@@ -161,7 +194,7 @@ GROUPS = {
         "fastgp/kernels.py": "tests/kernels/test_kernels_ard.py tests/_backend/test_kernel_fallback.py",
         "fastgp/memory/__init__.py": _MEMORY,
         "fastgp/memory/check.py": _MEMORY,
-        "fastgp/memory/estimates.py": _MEMORY,
+        "fastgp/memory/estimates.py": _MEMORY + " " + _MEMORY_PEAKS,
         "fastgp/memory/ledger.py": _MEMORY,
         "fastgp/memory/ledger_files.py": _MEMORY,
         "fastgp/memory/reading.py": _MEMORY,
@@ -169,7 +202,7 @@ GROUPS = {
         "fastgp/memory/switch.py": _MEMORY,
         "fastgp/memory/units.py": _MEMORY,
         "fastgp/precompile.py": "tests/_engine/test_numba_cache.py -k 'stamp or precompile'",
-        "fastgp/regressor.py": "tests/estimators/test_regressor.py",
+        "fastgp/regressor.py": "tests/estimators/test_regressor.py " + _FITTED,
         # the two engine modules outside the cache stamp (no compiled code,
         # config.STAMPED_MODULES): a mutant recompiles nothing, and their
         # tests need the JIT itself (compile time, Numba's thread pool)
@@ -206,6 +239,52 @@ GROUPS = {
 #: "all": every group in turn, one budget
 ALL = ("python", "engine")
 
+#: Modules with nothing to mutate but imports, re-exports or a docstring.
+NOT_MUTATED = ("fastgp/__init__.py", "fastgp/_backend/__init__.py", "fastgp/_backend/points.py",
+               "fastgp/_cli/__init__.py", "fastgp/_engine/__init__.py", "fastgp/_fit/__init__.py",
+               "fastgp/_linalg/__init__.py", "fastgp/_optimize/__init__.py",
+               "fastgp/_solvers/__init__.py")
+
+#: The results file: one run kept (git history keeps the earlier ones).
+RESULT = RESULTS / "run.json"
+
+
+def wilson_interval(killed, run, z=1.959964):
+    """The 95 % Wilson score interval of a kill rate from ``killed`` of
+    ``run`` mutants drawn at random from a module's mutants (Wilson 1927;
+    Brown, Cai and DasGupta 2001 recommend it over the normal interval for
+    small samples and rates near 1). Returns (low, high); (0, 1) when
+    nothing ran. Every mutant run: the rate itself, no interval."""
+    if run == 0:
+        return 0.0, 1.0
+    p = killed / run
+    centre = (p + z * z / (2 * run)) / (1 + z * z / run)
+    half = z / (1 + z * z / run) * (p * (1 - p) / run + z * z / (4 * run * run)) ** 0.5
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def markdown_table(report):
+    """The results of a run as docs/testing.md's table (markdown lines)."""
+    lines = ["| module | mutants | run | killed | survived | kill rate | 95 % interval |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    totals = [0, 0, 0, 0]
+    for module, entry in report["modules"].items():
+        killed, survived = entry.get("killed", 0), entry.get("survived", 0)
+        run = killed + survived
+        if run == entry["mutants"]:
+            interval = "every mutant"
+        else:
+            low, high = wilson_interval(killed, run)
+            interval = f"{100 * low:.0f}-{100 * high:.0f} %"
+        rate = f"{100 * killed / run:.0f} %" if run else "-"
+        lines.append(f"| `{module.removeprefix('fastgp/')}` | {entry['mutants']:,} | {run} | "
+                     f"{killed} | {survived} | {rate} | {interval} |")
+        for i, value in enumerate((entry["mutants"], run, killed, survived)):
+            totals[i] += value
+    lines.append(f"| **{len(report['modules'])} modules** | {totals[0]:,} | {totals[1]} | "
+                 f"{totals[2]} | {totals[3]} | {100 * totals[2] / max(totals[1], 1):.0f} % | |")
+    return lines
+
 
 def _copy_tree(destination):
     """fastgp/ (with its Numba cache), tests/, docs/ and bench/ (some tests read
@@ -231,15 +310,17 @@ def _config(tree, module, tests, timeout):
     return path
 
 
-def _sample(session, per_module):
-    """Keep ``per_module`` mutants of the session, chosen with SEED; returns
-    (number of mutants, number kept)."""
+def _sample(session, per_module, every_below=0):
+    """Keep ``per_module`` mutants of the session, chosen with SEED (every
+    one where the module has at most ``every_below``); returns (number of
+    mutants, number kept)."""
     with sqlite3.connect(session) as db:
         rows = db.execute(
             "SELECT job_id, operator_name, occurrence, start_pos_row, start_pos_col "
             "FROM mutation_specs").fetchall()
         ordered = sorted(rows, key=lambda r: (r[1], r[2], r[3], r[4]))
-        keep = {r[0] for r in random.Random(SEED).sample(ordered, min(per_module, len(rows)))}
+        size = len(rows) if len(rows) <= every_below else min(per_module, len(rows))
+        keep = {r[0] for r in random.Random(SEED).sample(ordered, size)}
         drop = [(r[0],) for r in rows if r[0] not in keep]
         db.executemany("DELETE FROM mutation_specs WHERE job_id = ?", drop)
         db.executemany("DELETE FROM work_items WHERE job_id = ?", drop)
@@ -284,9 +365,8 @@ def _run(command, cwd, env, timeout):
         return process.returncode, out, True
 
 
-def _write(report, name):
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"{name}.json"
+def _write(report, out):
+    out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(report, indent=1))
     return out
 
@@ -295,6 +375,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("group", choices=sorted(GROUPS) + ["all"])
     parser.add_argument("--per-module", type=int, default=10)
+    parser.add_argument("--every-below", type=int, default=0,
+                        help="run every mutant of a module that has at most this many")
     parser.add_argument("--budget-s", type=float, default=540.0,
                         help="for the whole run; each module gets at most twice its fair share "
                              "of what is left (what is left over passes on)")
@@ -304,18 +386,25 @@ def main(argv=None):
     parser.add_argument("--baseline-max-s", type=float, default=300.0,
                         help="an unmutated selection slower than this is not used")
     parser.add_argument("--modules", nargs="*", help="a subset of the group's modules")
-    parser.add_argument("--output", help="name of the results file (default: the group)")
+    parser.add_argument("--output", type=Path, default=RESULT,
+                        help=f"the results file (default: {RESULT.relative_to(REPO)})")
     parser.add_argument("--list", action="store_true", help="count mutants, run none")
+    parser.add_argument("--table", action="store_true",
+                        help="print the results file as docs/testing.md's table, run nothing")
     args = parser.parse_args(argv)
+    if args.table:
+        print("\n".join(markdown_table(json.loads(args.output.read_text()))))
+        return 0
     groups = ALL if args.group == "all" else (args.group,)
     plan = [(group, module, tests) for group in groups
             for module, tests in GROUPS[group][1].items()
             if not args.modules or module in args.modules]
     if args.modules and len(plan) != len(set(args.modules)):
         sys.exit(f"not in the group: {sorted(set(args.modules) - {m for _, m, _ in plan})}")
-    name = args.output or args.group
+    out = args.output
     deadline = time.monotonic() + args.budget_s
     report = {"group": args.group, "seed": SEED, "per_module": args.per_module,
+              "every_below": args.every_below,
               "budget_s": args.budget_s, "started": time.strftime("%Y-%m-%d %H:%M UTC",
                                                                  time.gmtime()),
               "environment": {g: GROUPS[g][0] for g in groups}, "complete": False,
@@ -332,7 +421,8 @@ def main(argv=None):
             session = tree / (module.replace("/", "_") + ".sqlite")
             subprocess.run(["cosmic-ray", "init", str(config), str(session)], cwd=tree,
                            env=env, check=True)
-            total, kept = _sample(session, 0 if args.list else args.per_module)
+            total, kept = _sample(session, 0 if args.list else args.per_module,
+                                  0 if args.list else args.every_below)
             key = (group, tests)
             if key not in baselines and kept and time.monotonic() < deadline:
                 # the selection must pass on the unmutated sources, or every
@@ -366,15 +456,18 @@ def main(argv=None):
                 entry["seconds"] = round(time.monotonic() - start, 1)
             if kept:
                 entry.update(_outcomes(session))
+                run = entry["killed"] + entry["survived"]
+                entry["interval_95"] = [round(x, 3) for x in
+                                        wilson_interval(entry["killed"], run)]
             report["modules"][module] = entry
             print(json.dumps({module: {k: v for k, v in entry.items() if k != "survivors"}}),
                   flush=True)
             if not args.list:
-                _write(report, name)  # after each module: a stopped run keeps what ran
+                _write(report, out)  # after each module: a stopped run keeps what ran
     report["complete"] = True
     report["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     if not args.list:
-        print(f"wrote {_write(report, name)}")
+        print(f"wrote {_write(report, out)}")
 
 
 if __name__ == "__main__":
