@@ -36,7 +36,8 @@ scattered data and fetches results through the scheduler (each travels twice);
 The products are checked to give the in-process bits. On a machine with as
 many cores as workers, the cluster case cannot be faster than the in-process
 one (the same cores, plus the transfers): the figures measure the overhead
-that the scaling model in docs/benchmarks.md extrapolates from. Run it on an
+that the scaling model in docs/benchmarks.md ("Which solver when")
+extrapolates from. Run it on an
 otherwise quiet machine.
 
 Writes bench/results/distributed.json.

@@ -16,7 +16,7 @@ For three matrices of the same N, each in this process, one after another:
 - ``seattle start``: the Seattle K at the benchmark's start (C = 100,
   length scale 24 h, noise 1);
 - ``seattle fitted``: at the optimum fastgp reaches (C = 12.3^2, length
-  scale 21.3 h, noise 1e-6; docs/benchmarks.md);
+  scale 21.3 h, noise 1e-6: the fit of bench/bench_seattle.py);
 - ``synthetic 1d``: the 1-D problem of bench/_problems.py (x standard
   normal, C * RBF + White at 1.0), the matrix of bench.compare;
 
@@ -39,7 +39,7 @@ from ._measure import REPO_ROOT, environment, write_json
 from ._problems import ALPHA, make_problem
 from ._report import format_table
 
-#: The optimum of the full Seattle fit (docs/benchmarks.md): C, length scale, noise.
+#: The optimum of the full Seattle fit (bench/bench_seattle.py): C, length scale, noise.
 SEATTLE_FITTED = (12.3 ** 2, 21.3, 1e-6)
 
 #: Smallest positive normal float64.

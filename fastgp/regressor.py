@@ -156,7 +156,7 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         ``predict`` conditions it on; None: 2 x ``n_neighbors`` (at the exact
         hyperparameters of a 2-D problem, 30 neighbours gave a held-out RMSE
         0.35 % above the exact GP's, 60 gave 0.08 %, at 3 x the time:
-        docs/benchmarks.md, "Vecchia's approximation").
+        docs/benchmarks.md, "Neighbours for prediction").
     ordering : {"maxmin", "random"}, default="maxmin"
         Vecchia solver: the ordering of the training points. "maxmin": each
         next point the farthest from those before it (Guinness 2018, far more

@@ -17,7 +17,7 @@ engine, nothing clever.
   for the neighbour search and the exact maxmin ordering.
 - :func:`min_distances`, :func:`maxmin_deviation`: how far an ordering is
   from a maxmin one (the measure of fastgp/_solvers/vecchia/ordering.py's
-  docstring and of docs/benchmarks.md, "Vecchia's approximation"), from
+  docstring), from
   fastgp's exact neighbour search (cKDTree).
 """
 

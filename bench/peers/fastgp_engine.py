@@ -28,8 +28,8 @@ class FastGP(Adapter):
         OpenBLAS's workers asleep (the objective puts them to sleep after its
         last LAPACK call). In the interleaved rounds it would start right
         after the floor's dpotri, with the workers still spinning through its
-        Numba fill, about 50 ms at N = 5,000 (docs/benchmarks.md, "The blocked
-        inverse, and 10-D ARD at N = 5,000")."""
+        Numba fill, about 50 ms at N = 5,000 (docs/benchmarks.md, "The exact
+        path against the LAPACK floor and the peers")."""
         from fastgp._linalg.blas_pool import release_blas_workers
 
         release_blas_workers()

@@ -94,5 +94,6 @@ plt.show()
 # %%
 # On two threads of one machine the cluster only adds the cost of moving the
 # vectors; a cluster pays off when each worker is a machine of its own and N
-# is large (docs/benchmarks.md has the time per product against the
-# in-process path and a scaling model up to a million points).
+# is large (docs/benchmarks.md, "Which solver when", has the time per
+# product against the in-process path and a scaling model up to a million
+# points).

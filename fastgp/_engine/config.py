@@ -49,7 +49,7 @@ A fastgp evaluation follows its Numba fill with LAPACK's dpotrf on OpenBLAS's
 threads at once, and for the first milliseconds a spinning worker holds a
 core that OpenBLAS needs: on the 2-core benchmark machine at N = 2,000,
 dpotrf took 42.5 ms right after the fill and 22.1 ms with the passive policy
-(docs/benchmarks.md). So the first parallel region fastgp runs starts
+(measured 2026-12-01). So the first parallel region fastgp runs starts
 Numba's threads with ``OMP_WAIT_POLICY=PASSIVE`` in the environment (GNU
 OpenMP reads it when Numba's pool loads it), then restores the environment:
 no other library, child process or later code sees the change. Nothing is

@@ -33,7 +33,7 @@ Xb[k, a]; Yb[q, a]). Every step of the factorisation, the substitutions and
 the weights is then an operation on LANES independent numbers, one vector of
 :mod:`.lanes`, where one block's own loops are too short to vectorise: at
 |s| = 31 one block's factor took 5.2 us alone, 0.45 us in a batch
-(docs/benchmarks.md, "Vecchia's approximation"). The batch's kernel entries
+(a one-off measurement). The batch's kernel entries
 go through the interpreter LANES at a time as well (entry e of lane l is
 t = e LANES + l of the sequence), so a tile of TILE packed entries serves 64
 entries of 8 blocks, and the interpreter writes the theta-derivatives

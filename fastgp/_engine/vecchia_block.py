@@ -31,7 +31,7 @@ chosen by ``packed`` (bits identical, tested):
   |s|, |s| - 1, .., 1. The interpreter's fixed cost per tile (about 0.35 us
   for C * Matern + White, against 5.3 ns per entry) then dominates: at
   m = 30 the kernel entries took 26.5 us per point in column tiles, 3.9 us
-  in packed ones (docs/benchmarks.md, "Vecchia's approximation").
+  in packed ones (a one-off measurement).
 - packed tiles (programs without a non-stationary leaf,
   ``opcodes.NON_STATIONARY_LEAVES``): every leaf then reads its inputs only
   through the differences X1[k, i0 + t] - X2[k, j], so k(x_a, x_b) is the

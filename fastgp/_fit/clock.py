@@ -62,7 +62,7 @@ def typical_evaluations(n_theta, optimizer="fmin_l_bfgs_b"):
     default kernel; three seeds each): medians of 22 evaluations for 2
     hyperparameters, 24 for 3, 21 for 4, 27 for 7 and 72 for 12 (90th
     percentiles 30, 60, 27, 31 and 88); the Mauna Loa kernel's 11 took 184
-    (docs/benchmarks.md, "Thread-count independent bits").
+    to 188 (docs/benchmarks.md, "Determinism and threads", has 188).
     """
     typical = max(25, 6 * int(n_theta))
     return int(math.ceil(typical * (CG_EVALUATIONS_FACTOR if optimizer == "CG" else 1)))

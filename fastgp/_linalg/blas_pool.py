@@ -6,7 +6,7 @@ loss+gradient ends its LAPACK work with dpotri and then runs the gradient
 pass on Numba's threads (and, a few milliseconds later, the next
 evaluation's fill): for all of that the spinning workers hold cores the pass
 needs. On the 2-core benchmark machine a spinning worker made the GPLVM's
-pass at N = 2,000 run at about half speed (docs/benchmarks.md).
+pass at N = 2,000 run at about half speed (measured 2026-11-30).
 
 :func:`release_blas_workers` calls OpenBLAS's ``blas_thread_shutdown_``,
 which wakes the workers and joins them (the routine OpenBLAS itself runs

@@ -4,8 +4,8 @@
 Inside a fit, prediction or evaluation BLAS runs on one thread: OpenBLAS
 splits its threaded calls by the thread count and rounds the pieces' edges
 differently, so dpotrf, dpotri, dgemm, dgemv and ddot all give other bits on
-one thread than on two (docs/benchmarks.md, "Thread-count independent
-bits"). The parallelism of the LAPACK steps comes from fastgp's own tiles
+one thread than on two (docs/benchmarks.md, "Determinism and
+threads"). The parallelism of the LAPACK steps comes from fastgp's own tiles
 instead (:mod:`.tiles`).
 
 The limit is process-wide, so concurrent fits share one saved copy of the

@@ -58,7 +58,7 @@ DEFAULT_BLOCK = 512
 #: (TILE_ROWS from it on): at N = 1,000 blocks of 256 leave four block
 #: columns, too few to keep two threads busy. Factor + inverse over
 #: OpenBLAS's threaded dpotrf + dpotri, two tile threads (medians of 9,
-#: docs/benchmarks.md, "The factor and inverse in fewer tiles"): at N = 1,000
+#: docs/benchmarks.md, "Tiles and the blocked factor and inverse"): at N = 1,000
 #: 0.94 with 128 against 1.06 with 256; at 2,000, 3,000 and 5,000 the two
 #: are within 0.02 of each other; at 8,000 1.04 against 0.98.
 SMALL_ORDER = 2048
@@ -343,7 +343,7 @@ def _gram_lower(A, m, block):
     below it; then the dtrmm by tiles of P's columns. (The reference dlauum's
     inner-product order, a dgemm of ib rows and a long inner dimension per
     row block, put the inverse at 1.18 x OpenBLAS's dpotri at N = 12,000;
-    docs/benchmarks.md, "The blocked inverse, and 10-D ARD at N = 5,000".)"""
+    docs/benchmarks.md, "Tiles and the blocked factor and inverse".)"""
     n = A.shape[0]
     info = ctypes.c_int(0)
     one = ctypes.byref(_ONE)
@@ -380,7 +380,7 @@ def inverse_from_cholesky_lower(A, block=None):
     inside one (as for the factor), the dlauum's :data:`DEFAULT_BLOCK` (its
     rank-block updates are dgemms with an inner dimension of that order:
     TILE_ROWS there made the Gram step about 15 % slower on one thread at
-    N = 5,000; docs/benchmarks.md, "Thread-count independent bits").
+    N = 5,000, measured when the tiles came in).
 
     Returns dpotri's info: 0, or i (1-based) if L_ii is exactly zero, in
     which case ``A`` is left unchanged.

@@ -63,7 +63,7 @@ __all__ = [
 #: order, as fixed tiles whose bits do not depend on the thread count; below
 #: one block (256 inside a fit) that is LAPACK's one call on one thread.
 #: Measured against OpenBLAS's threaded routines in docs/benchmarks.md
-#: ("Thread-count independent bits").
+#: ("Determinism and threads").
 BLOCKED_MIN_N = 4096
 
 

@@ -4,8 +4,8 @@ determinism and threads").
 
 OpenBLAS splits a threaded call by its thread count, and its kernels round
 the pieces' edges differently: the same dpotrf, dpotri or dgemm gives other
-bits on one thread than on two (docs/benchmarks.md, "Thread-count
-independent bits"). fastgp's blocked routines
+bits on one thread than on two (docs/benchmarks.md, "Determinism and
+threads"). fastgp's blocked routines
 (:mod:`.blocked`) therefore cut every large call into tiles whose shapes are
 a function of the matrix's order alone and run each tile as one call of
 single-threaded BLAS; the tiles of one step are independent (they write
@@ -32,8 +32,8 @@ __all__ = ["set_width", "width", "run_tiles", "usable_cpus", "is_tile_worker", "
 #: :data:`fastgp._linalg.blocked.SMALL_TILE`). With two threads, factor +
 #: inverse over OpenBLAS's threaded dpotrf + dpotri at N = 2,000 / 5,000 /
 #: 8,000, medians of 9: 0.95 / 0.97 / 0.98 with tiles of 256, 0.93 / 0.96 /
-#: 1.04 with 128 (docs/benchmarks.md, "The factor and inverse in fewer
-#: tiles").
+#: 1.04 with 128 (docs/benchmarks.md, "Tiles and the blocked factor and
+#: inverse").
 TILE_ROWS = 256
 
 #: Columns of one tile of a triangular multiply or a solve with many

@@ -84,7 +84,7 @@ def gpu_present():
 
 #: solver="auto" keeps the exact Cholesky path up to this many samples (if its
 #: buffer fits) and takes Vecchia's approximation past it. Measured on the
-#: 2-core benchmark machine (docs/benchmarks.md, "Which solver"): one exact
+#: 2-core benchmark machine (docs/benchmarks.md, "Which solver when"): one exact
 #: loss+gradient costs 7.2 s at N = 8,000 and grows as N^3 (about 14 s here,
 #: a fit of some 40 evaluations ten minutes), against 0.04 s for Vecchia's at
 #: m = 30, whose optimum there is within a nat of the exact one in 2-D. A
@@ -100,7 +100,7 @@ MANY_FEATURES = 5
 def vecchia_seconds(n_samples, n_neighbors, n_theta):
     """A rough time of one Vecchia loss+gradient on 2 cores: measured 3.6 s
     at N = 10^6, m = 30 and 3 hyperparameters (docs/benchmarks.md,
-    "Vecchia's approximation"), scaled by N, by m^3 (each point's factor)
+    "Past one buffer: Vecchia against GPBoost"), scaled by N, by m^3 (each point's factor)
     and by n_theta + 1 (the kernel's values and derivatives)."""
     return 3.6e-6 * n_samples * (n_neighbors / 30) ** 3 * (n_theta + 1) / 4
 

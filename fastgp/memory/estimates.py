@@ -61,9 +61,9 @@ def fit_bytes(n_samples, n_features, n_targets, n_theta, fast=True):
 
 
 #: What a matrix-free fit's process touches beside NumPy's arrays (OpenBLAS's
-#: per-thread buffers, Numba's and OpenMP's thread stacks): the peak resident
-#: memory of one 10-D ARD loss+gradient at N = 10,000 was 7.4 MiB above
-#: NumPy's own peak (docs/benchmarks.md).
+#: per-thread buffers, Numba's and OpenMP's thread stacks): one 10-D ARD
+#: loss+gradient at N = 10,000 peaked 7.4 MiB above NumPy's own peak
+#: (docs/benchmarks.md, "Memory estimates against measured peaks").
 _ITERATIVE_FIXED = 8 * 2**20
 
 
@@ -336,8 +336,8 @@ _VECCHIA_BRUTE_BELOW = 512
 _VECCHIA_EXACT_BELOW = 20_000
 #: The resident memory of a fit exceeds what NumPy allocated by up to a
 #: fifth: the C library keeps freed temporaries' pages (measured: 155 MB
-#: resident against a traced peak of 124 MB at N = 100,000, m = 30;
-#: docs/benchmarks.md, "Vecchia's memory estimate against measured peaks").
+#: resident against a traced peak of 124 MB at N = 100,000, m = 30; more
+#: resident peaks: docs/benchmarks.md, "Memory estimates against measured peaks").
 _VECCHIA_RESIDENT_SHARE = 1.2
 
 

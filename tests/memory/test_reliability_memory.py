@@ -257,8 +257,8 @@ def test_memory_vecchia_estimate_bounds_what_a_fit_allocates():
     # two targets: NumPy's traced peak (cKDTree's own C++ buffers are not
     # traced) below the estimate, and the estimate's per-sample part within
     # 2.5 x of it (measured 1.6 x here; the resident peaks of larger fits
-    # are in docs/benchmarks.md, "Vecchia's memory estimate against
-    # measured peaks")
+    # are in docs/benchmarks.md, "Memory estimates against measured
+    # peaks")
     n, m = 30_000, 10
     rng = np.random.default_rng(3)
     X = rng.uniform(0, 1, size=(n, 2))

@@ -34,9 +34,8 @@ _SILENCING = re.compile(r"simplefilter|filterwarnings|catch_warnings")
 #: Pages whose examples take more than ~10 s on a busy 2-core machine: a
 #: 2,000-point regression and a 500-digit GPLVM (README.md, about 45 s; the
 #: quick start's, with its refit, about 35 s), the GPLVM page's (about 20 s),
-#: loky's worker processes (cluster.md, about 20 s) and the 1,000-point 10-D
-#: ARD timing script (benchmarks.md, 4 to 10 s).
-SLOW_PAGES = {"README.md", "gplvm.md", "quickstart.md", "benchmarks.md", "cluster.md"}
+#: and loky's worker processes (cluster.md, about 20 s).
+SLOW_PAGES = {"README.md", "gplvm.md", "quickstart.md", "cluster.md"}
 
 
 def _blocks(path):

@@ -22,8 +22,8 @@ quadratic form of the residual r: Hestenes & Stiefel 1952; Strakos & Tichy
 2002) is comparable to the variance at a relative residual of 1e-4,
 while the mean, k*^T A, carries A's error only to first order and against
 y's scale. Measured at N = 10,000 on bench's 10-D ARD problem near its
-optimum (docs/benchmarks.md): the predictive standard deviation was 45 % off
-at a relative residual of 1e-4, 0.7 % at 1e-6 and 0.009 % at 1e-8.
+optimum: the predictive standard deviation was 45 % off at a relative residual
+of 1e-4, 0.7 % at 1e-6 (docs/benchmarks.md, "Which solver when") and 0.009 % at 1e-8.
 """
 
 import numpy as np

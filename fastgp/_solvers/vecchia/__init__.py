@@ -51,8 +51,8 @@ class VecchiaSolver(Solver):
         m = int(params["n_neighbors"])
         m_predict = params["n_neighbors_predict"]
         # None: twice the fit's neighbours. Measured at the exact optimum of 2-D
-        # Matern 1.5 at N = 10,000, m = 30 (docs/benchmarks.md, "Vecchia's
-        # approximation"): held-out RMSE 1.0035 x the exact GP's on 30
+        # Matern 1.5 at N = 10,000, m = 30 (docs/benchmarks.md, "Neighbours
+        # for prediction"): held-out RMSE 1.0035 x the exact GP's on 30
         # neighbours, 1.0008 x on 60, 1.0001 x on 120, for 0.07, 0.23 and 0.52 s
         # per 2,000 points
         return cls(m, PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m if m_predict is None

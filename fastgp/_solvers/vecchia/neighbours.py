@@ -15,9 +15,9 @@ again with 2q, and so on (at worst q reaches the tree's size, which is
 exact). cKDTree returns its k nearest sorted by distance, so the first m
 earlier points among them are the m nearest earlier points.
 
-Costs (measured figures in docs/benchmarks.md, "Vecchia's approximation"): one tree build per step
-(sum of sizes about N g / (g - 1)) and N queries of about g m (1 + margin)
-neighbours, in chunks of ``chunk`` query points so that the (chunk, q)
+Costs (measured figures in docs/benchmarks.md, "Past one buffer: Vecchia against GPBoost"):
+one tree build per step (sum of sizes about N g / (g - 1)) and N queries of about
+g m (1 + margin) neighbours, in chunks of ``chunk`` query points so that the (chunk, q)
 arrays stay small; ``workers=-1`` spreads each query over every core.
 """
 

@@ -52,7 +52,7 @@ so a dense region's points are many per prefix point): 23 s against 13 s at
 N = 10^6 for a Student t against uniform points. Measured by each point's
 distance rho to its predecessors (the tests' ``maxmin_deviation``,
 tests/_vecchia_reference.py), at N = 20,000 points in 2-D against the exact
-ordering (docs/benchmarks.md, "Vecchia's approximation", has the table): with
+ordering (the tests check looser bounds on a smaller sample): with
 the defaults, uniform, Gaussian, clustered or Student t, no point was more
 than 1.6 x farther from its predecessors than an earlier point had been
 (exact: at most 1), and each position's distance to its predecessors was

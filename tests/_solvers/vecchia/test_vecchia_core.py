@@ -287,7 +287,7 @@ def test_approximate_maxmin_is_a_bounded_distance_from_exact(rng):
     np.testing.assert_array_equal(
         approx, od.maxmin_order(X, random_state=0, exact_below=1000, base_size=500))
     dev = ref.maxmin_deviation(X, approx, exact)
-    # bounds measured at 20,000 points (docs/benchmarks.md, "Vecchia's approximation"): rise 1.45,
+    # bounds measured at 20,000 points: rise 1.45,
     # ratio in [0.74, 1.41]; here with room for a smaller sample
     assert dev["rise"] <= 2.0
     assert 0.5 <= dev["ratio_min"] and dev["ratio_max"] <= 2.0
