@@ -240,9 +240,9 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
     mean_coef_ : ndarray of shape (n_basis,) or (n_basis, n_targets), or None
         The mean's coefficients beta (generalised least squares at the
         fitted kernel), on the targets' scale: with ``normalize_y`` and a
-        named mean, H(x) @ mean_coef_ is the prior mean (the targets' mean
+        named mean, ``H(x) @ mean_coef_`` is the prior mean (the targets' mean
         is in the intercept); with a callable basis the prior mean is then
-        the targets' mean plus H(x) @ mean_coef_. None without a mean.
+        the targets' mean plus ``H(x) @ mean_coef_``. None without a mean.
     mean_coef_cov_ : ndarray of shape (n_basis, n_basis) or (n_basis, n_basis, n_targets), or None
         The coefficients' covariance (H^T K^-1 H)^-1, times the square of
         ``normalize_y``'s scale (one matrix per target where there are
