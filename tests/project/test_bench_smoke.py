@@ -317,3 +317,16 @@ def test_bench_vecchia_cases_run_at_a_tiny_n(tmp_path, monkeypatch, capsys):
     assert "matern2d N = 2,000, m = 10: fit (no optimiser) peak" in printed
     memory = json.loads((tmp_path / "vecchia-memory.json").read_text())["result"]
     assert memory[0]["status"] == "ok" and memory[0]["estimate_bytes"] > 0
+
+
+@pytest.mark.parametrize("text, span", [
+    ("This fit may take 24 s to 118 s: its first evaluation ...", (24.0, 118.0)),
+    ("This fit may take about 2.5 min: its first ...", (150.0, 150.0)),
+    ("This fit may take 38 s to 3.1 min: its ...", (38.0, 186.0)),
+    (None, (None, None)),
+])
+def test_fit_notice_bench_reads_the_notices_range(text, span):
+    from bench.bench_fit_notice import notice_span
+
+    got = notice_span(text)
+    assert got == (span if span[0] is None else pytest.approx(span))
