@@ -14,8 +14,8 @@ Problem: bench/_problems.py's "1d" (x standard normal, y = sin(x) + 0.01
 noise, C*RBF + White at theta = 0). One loss+gradient is
 fastgp._solvers.cholesky.objective.NegLogMarginalLikelihood with one reused workspace, called
 inside fastgp._engine.threads.threads_for as the fit core calls it, with the
-policy on (the default) or off (FASTGP_ADAPTIVE_THREADS=0's behaviour: the
-user's thread settings throughout). Cases, in this order:
+policy on (FASTGP_ADAPTIVE_THREADS=1) or off (the default: the user's
+thread settings throughout). Cases, in this order:
 
 1. quiet, one thread (Numba and BLAS limited to 1): the reference time;
 2. quiet, the default threads, policy off and on (unchanged on a quiet
@@ -91,16 +91,27 @@ def start_competitor(size, threads=2):
 
 def time_calls(objective, theta, n, repeats, adaptive):
     """Seconds of ``repeats`` loss+gradient calls (after one warm-up), each
-    run as the fit core runs it: inside threads_for, through its governor."""
-    from fastgp._engine.threads import threads_for
+    run as the fit core runs it: inside threads_for, through its governor,
+    with the policy on (``FASTGP_ADAPTIVE_THREADS=1``) where ``adaptive``."""
+    import os
+
+    from fastgp._engine.threads import ADAPTIVE_ENV, threads_for
 
     seconds = []
-    with threads_for(n, adaptive=adaptive) as governor:
-        governor.evaluate(objective, theta)
-        for _ in range(repeats):
-            start = time.perf_counter()
+    before = os.environ.get(ADAPTIVE_ENV)
+    os.environ[ADAPTIVE_ENV] = "1" if adaptive else "0"
+    try:
+        with threads_for(n) as governor:
             governor.evaluate(objective, theta)
-            seconds.append(time.perf_counter() - start)
+            for _ in range(repeats):
+                start = time.perf_counter()
+                governor.evaluate(objective, theta)
+                seconds.append(time.perf_counter() - start)
+    finally:
+        if before is None:
+            del os.environ[ADAPTIVE_ENV]
+        else:
+            os.environ[ADAPTIVE_ENV] = before
     return seconds
 
 
@@ -154,14 +165,20 @@ def time_fits(sizes, repeats, competitor_size, competitor_threads):
         return float(seconds), float(value)
 
     cases = {}
+
+    def record(name, n, adaptive):
+        seconds, value = fit(n, adaptive)
+        cases.setdefault(name, []).append((seconds, value))
+        print(f"{name}: {seconds:.2f} s, log marginal likelihood {value:.6f}", flush=True)
+
     for n in sizes:
-        cases[f"N = {n}, quiet, policy on"] = [fit(n, True) for _ in range(repeats)]
+        for _ in range(repeats):
+            record(f"N = {n}, quiet, policy on", n, True)
         competitor = start_competitor(competitor_size, competitor_threads)
         try:
             for _ in range(repeats):
                 for adaptive in (True, False):
-                    name = f"N = {n}, busy, policy {'on' if adaptive else 'off'}"
-                    cases.setdefault(name, []).append(fit(n, adaptive))
+                    record(f"N = {n}, busy, policy {'on' if adaptive else 'off'}", n, adaptive)
         finally:
             competitor.kill()
             competitor.wait()

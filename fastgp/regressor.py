@@ -153,10 +153,11 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         every earlier point is a neighbour and the likelihood is exact.
     n_neighbors_predict : int or None, default=None
         Vecchia solver: each query point's nearest training points that
-        ``predict`` conditions it on; None: 2 x ``n_neighbors`` (at the exact
-        hyperparameters of a 2-D problem, 30 neighbours gave a held-out RMSE
-        0.35 % above the exact GP's, 60 gave 0.08 %, at 3 x the time:
-        docs/benchmarks.md, "Neighbours for prediction").
+        ``predict`` conditions it on; None: 2 x ``n_neighbors`` for inputs of
+        one or two dimensions, and at least 140 above (after fits on 30
+        neighbours, 60 gave the held-out RMSE of 140 within 0.04 % on 2-D
+        data at a fifth of the time; on 8-D data 140 gave an RMSE 30 % below
+        60's: docs/benchmarks.md, "Neighbours for prediction").
     ordering : {"maxmin", "random"}, default="maxmin"
         Vecchia solver: the ordering of the training points. "maxmin": each
         next point the farthest from those before it (Guinness 2018, far more
@@ -661,6 +662,9 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
         if m is None:
             return  # not array-like: validation below says so
         t = self._n_targets()
+        # the inputs' dimension (Vecchia's prediction neighbours depend on it)
+        d = (np.shape(self.X_train_)[1] if solver is not None and np.ndim(self.X_train_) == 2
+             else 1)
         model = (f"the model has {n_train:,} training samples" if n_train
                  else "the unfitted prior")
         size = f"{m:,} query points ({model})"
@@ -668,7 +672,7 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
                  "query points is m x m)")
         if n_draws is None:
             needed = (predict_cov_bytes(n_train, m, t) if solver is None
-                      else solver.predict_cov_bytes(n_train, m, t))
+                      else solver.predict_cov_bytes(n_train, m, t, d))
             operation = "predict(return_cov=True)"
             remedies = [fewer,
                         "use predict(X, return_std=True) instead if the marginal "
@@ -676,7 +680,7 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
                         "use a machine with more memory"]
         else:
             needed = sample_y_bytes(n_train, m, t, n_draws, None if solver is None
-                                    else solver.predict_cov_bytes(n_train, m, t))
+                                    else solver.predict_cov_bytes(n_train, m, t, d))
             operation = "sample_y"
             remedies = [fewer + "; draws on separate calls are not jointly "
                         "distributed, so split only where the joint draw does not matter",

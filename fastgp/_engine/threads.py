@@ -13,7 +13,14 @@ single-thread time. Two rules follow.
   evaluation is microseconds of work and waking worker threads costs more
   than it saves (a GPLVM fit on 30 samples: 14.9 s with the default threads
   on a loaded 2-core machine, 0.14 s serial).
-- **Otherwise each evaluation uses the idle cores.** :class:`Governor`
+- **Otherwise, where asked for (``FASTGP_ADAPTIVE_THREADS=1``), each
+  evaluation uses the idle cores.** Off by default: measured on whole fits
+  beside a competing 2-thread OpenBLAS process on the 2-core machine
+  (bench/bench_busy_machine.py ``--fits``; docs/benchmarks.md, "Busy
+  machines: the thread policy"), 2-D ARD fits with 3 restarts at
+  N = 1,000 took 14.5 and 15.5 s with the policy on against 9.6 and 9.6 s
+  with the user's thread counts throughout: giving up a thread for a whole
+  evaluation loses more than the time slices it saves. :class:`Governor`
   decides before every evaluation, from :func:`idle_cores`, how many threads
   Numba and BLAS may use: ``min(the user's setting, idle cores)``, at least
   one. On a quiet machine that is the user's setting, as without fastgp's
@@ -41,9 +48,9 @@ column blocks, BLAS runs on one thread (OpenBLAS's threaded dpotrf, dpotri,
 dgemm, dgemv and ddot round differently with different thread counts), and
 the LAPACK steps run as fixed tiles on the threads the policy chose
 (:mod:`fastgp._linalg.tiles`), so a fit on a busy machine gives the quiet
-machine's bits (docs/reliability.md). Setting
-``FASTGP_ADAPTIVE_THREADS=0`` switches the per-evaluation policy off (the
-user's settings are then used throughout, small problems still run serial).
+machine's bits (docs/reliability.md). Without ``FASTGP_ADAPTIVE_THREADS=1``
+(the default) the user's settings are used throughout; small problems still
+run serial.
 """
 
 import os
@@ -65,7 +72,8 @@ __all__ = ["SERIAL_BELOW", "ADAPTIVE_ENV", "usable_cpus", "idle_cores", "Governo
 #: Problems with fewer samples than this run on one thread.
 SERIAL_BELOW = 256
 
-#: Environment variable: "0" switches the per-evaluation policy off.
+#: Environment variable: "1" switches the per-evaluation policy on (off by
+#: default: module docstring).
 ADAPTIVE_ENV = "FASTGP_ADAPTIVE_THREADS"
 
 #: Longest time (seconds) a reading of busy cores is watched before an
@@ -194,7 +202,7 @@ class Governor:
 
 
 def _adaptive_enabled():
-    return os.environ.get(ADAPTIVE_ENV, "1").strip() != "0"
+    return os.environ.get(ADAPTIVE_ENV, "0").strip() == "1"
 
 
 @contextmanager
@@ -208,7 +216,7 @@ def threads_for(n_samples, adaptive=True, max_threads=None):
     count. Below :data:`SERIAL_BELOW` samples everything inside runs on one
     thread (Numba and the tiles).
     Otherwise the governor limits each evaluation it runs to the idle cores,
-    if ``adaptive`` (and ``FASTGP_ADAPTIVE_THREADS`` is not "0"); code run
+    if ``adaptive`` and ``FASTGP_ADAPTIVE_THREADS`` is "1"; code run
     inside the block but not through the governor uses the latest decision.
     ``max_threads`` (an int) caps Numba's and the tiles' threads inside the
     block whatever the policy: a joblib worker that shares the machine with

@@ -75,13 +75,11 @@ def evaluation_range(n_theta, optimizer="fmin_l_bfgs_b"):
 
     The high end holds what the longest measured fits took: the 90th
     percentiles above (at most 2.4 x the typical count), the Mauna Loa
-    kernel's 11 hyperparameters (184 to 188 evaluations, 2.85 x), and
-    Vecchia's fits, whose optimiser runs again after each relayout of the
-    neighbours (about 40 evaluations and the relayouts' time where 25 were
-    counted: fits of 58 to 83 s at 300,000 samples whose first evaluation
-    took 1.5 s). The low end: half the fits take fewer than the typical
-    count (the medians above), and a run started near its optimum fewer
-    still.
+    kernel's 11 hyperparameters (184 to 188 evaluations, 2.85 x). The low
+    end: half the fits take fewer than the typical count (the medians
+    above), and a run started near its optimum fewer still. A solver whose
+    fit spends time between evaluations scales the range by its
+    ``fit_time_factor`` (Vecchia's relayouts: :class:`EvaluationClock`).
     """
     typical = typical_evaluations(n_theta, optimizer)
     return max(1, int(LOW_SHARE * typical)), typical, int(HIGH_FACTOR * typical)
@@ -151,6 +149,9 @@ class EvaluationClock:
         else:
             scale = CG_EVALUATIONS_FACTOR if optimizer == "CG" else 1.0
             low, typical, high = (int(math.ceil(e * scale)) for e in given)
+        if description is not None and description.time_factor != 1.0:
+            low, typical, high = (int(math.ceil(e * description.time_factor))
+                                  for e in (low, typical, high))
         self.max_iter = max_iter
         # max_iter below the range's low end: the fit takes about that many
         self.capped = max_iter is not None and max_iter < low
@@ -219,7 +220,7 @@ class EvaluationClock:
             count = (f"stops after max_iter={self.max_iter} iterations (at least as many "
                      "evaluations)")
         else:
-            count = f"typically takes {low} to {high} evaluations"
+            count = f"typically takes {low} to {high} {d.counted}"
             if self.max_iter is not None and self.max_iter == high:
                 count += f" (max_iter={self.max_iter} iterations at most)"
         which = "first"

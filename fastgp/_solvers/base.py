@@ -125,12 +125,18 @@ class FitDescription:
     evaluations : (low, typical, high) ints or None, the evaluations of
         one optimiser run where the caller knows them better than the
         count of free variables (the GPLVM's latent points)
+    time_factor : float, the fit's time in evaluations' worth per
+        evaluation (:attr:`Solver.fit_time_factor`): the range of
+        evaluations is scaled by it
+    counted : str, what the scaled range counts, as the notice says it
     """
 
     what: str
     faster: str = None
     faster_seconds: float = None
     evaluations: tuple = None
+    time_factor: float = 1.0
+    counted: str = "evaluations"
 
 
 @dataclass(frozen=True)
@@ -406,10 +412,15 @@ class Solver(ABC):
     restarts_in_workers : bool
         Whether its restarts may run as joblib tasks (each copies the
         objective, :meth:`GuardedObjective.for_worker`).
+    fit_time_factor : float
+        A fit's time in evaluations' worth per evaluation its optimiser
+        takes (1: the evaluations are the fit), for the notice of a long
+        fit (:class:`FitDescription`).
     """
 
     name = None
     restarts_in_workers = False
+    fit_time_factor = 1.0
 
     @classmethod
     @abstractmethod
@@ -517,9 +528,10 @@ class Solver(ABC):
         "cov" ((mean, cov (m, m))). ``fitted`` is a :class:`Fitted`."""
 
     @abstractmethod
-    def predict_cov_bytes(self, n_train, n_query, n_targets):
+    def predict_cov_bytes(self, n_train, n_query, n_targets, n_features):
         """Estimated peak bytes of ``predict(X, return_cov=True)`` on
-        ``n_query`` points of a model of ``n_train`` samples."""
+        ``n_query`` points of ``n_features`` dimensions of a model of
+        ``n_train`` samples."""
 
     # ------------------------------------------- the conformance battery
     def memory_peak(self):

@@ -207,7 +207,11 @@ def fit_description(solver, params, problem):
         return FitDescription(what, "a kernel on fastgp's fast path "
                                     "(fastgp.kernels.fast_path(kernel, X) names the part "
                                     "that keeps this one off)")
-    if solver.name == "vecchia" or where:
+    if solver.name == "vecchia":
+        return FitDescription(what, time_factor=solver.fit_time_factor,
+                              counted="evaluations' time (its neighbour searches and "
+                                      "relayouts included)")
+    if where:
         return FitDescription(what)
     if solver.name == "cholesky" and gpu_present():
         return FitDescription(what, 'device="cuda" (the same exact fit on the GPU found '

@@ -286,6 +286,27 @@ def test_long_fits_a_described_range_replaces_the_hyperparameters_count():
     assert (cg.low, cg.typical, cg.high) == (375, 750, 1750)
 
 
+def test_long_fits_a_solvers_time_factor_scales_the_range():
+    # Vecchia's fits spend time between evaluations (relayouts, neighbour
+    # searches): 4 hyperparameters count 15, 25 and 75 evaluations, so 2.8
+    # x that is 42, 70 and 210 evaluations' time
+    watch = Stopwatch()
+    timer = EvaluationClock(4, 1, "fmin_l_bfgs_b",
+                            FitDescription("x", time_factor=2.8, counted="evaluations' time"),
+                            clock=watch)
+    assert (timer.low, timer.typical, timer.high) == (42, 70, 210)
+    with pytest.warns(LongFitWarning) as record:
+        timer.evaluate(_slow(watch, 2.7), 0)
+    text = str(record[0].message)
+    assert text.startswith("This fit may take 113 s to 9.4 min: its first evaluation")
+    assert "typically takes 42 to 210 evaluations' time." in text
+    # a fit of 0.8 s evaluations is long (56 s), though 25 of them are not
+    quick = EvaluationClock(4, 1, "fmin_l_bfgs_b", FitDescription("x", time_factor=2.8),
+                            clock=watch)
+    with pytest.warns(LongFitWarning, match="34 s to 2.8 min"):
+        quick.evaluate(_slow(watch, 0.8), 0)
+
+
 def test_long_fits_progress_gives_the_time_to_go():
     watch = Stopwatch()
     timer = EvaluationClock(3, 1, "fmin_l_bfgs_b", clock=watch)
@@ -352,6 +373,9 @@ def test_long_fits_vecchias_runs_share_one_notice(monkeypatch):
     assert model.solver_ == "vecchia"
     notices = [w for w in record if w.category is LongFitWarning]
     assert len(notices) == 1 and "Faster" not in str(notices[0].message)
+    # the solver's relayouts are counted: 3 hyperparameters, 2.8 x (15, 75)
+    assert ("typically takes 42 to 210 evaluations' time (its neighbour searches and "
+            "relayouts included)") in str(notices[0].message)
 
 
 def test_long_fits_the_gplvm_counts_its_measured_evaluations(monkeypatch):

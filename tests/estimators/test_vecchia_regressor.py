@@ -257,7 +257,6 @@ def _vecchia_problems(draw):
 @given(_vecchia_problems())
 def test_fuzz_vecchia_equals_the_dense_reference_of_its_conditionals(problem):
     from fastgp._backend.covariance import make_covariance
-    from fastgp._solvers.choice import make_solver
 
     X, y, kernel, alpha, m, ordering = problem
     n = len(X)
@@ -282,15 +281,41 @@ def test_fuzz_vecchia_equals_the_dense_reference_of_its_conditionals(problem):
 
 
 @pytest.mark.parametrize("m", [5, 30])
-def test_prediction_neighbours_default_to_a_multiple_of_the_fit_neighbours(m):
+def test_prediction_neighbours_default_to_twice_the_fit_neighbours_or_140_past_the_plane(m):
     from fastgp._solvers.choice import make_solver
-    from fastgp._solvers.vecchia import PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR
+    from fastgp._solvers.vecchia import (PREDICT_NEIGHBOURS_BEYOND_PLANE,
+                                         PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR)
 
     params = GaussianProcessRegressor(solver="vecchia", n_neighbors=m).get_params()
-    assert make_solver("vecchia", params).n_neighbors_predict == \
-        PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m
+    solver = make_solver("vecchia", params)
+    for d in (1, 2):
+        assert solver.predict_neighbours(d) == PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m
+    assert solver.predict_neighbours(3) == max(PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m,
+                                               PREDICT_NEIGHBOURS_BEYOND_PLANE) == 140
+    assert make_solver("vecchia", dict(params, n_neighbors=100)).predict_neighbours(8) == 200
     params["n_neighbors_predict"] = 7
-    assert make_solver("vecchia", params).n_neighbors_predict == 7
+    assert make_solver("vecchia", params).predict_neighbours(8) == 7
+
+
+def test_prediction_neighbours_default_reaches_the_predictions():
+    # 3-D inputs: the default conditions each query point on 140 neighbours,
+    # the predictions equal those with n_neighbors_predict=140 bit for bit
+    # and differ from those on 2 x m
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(400, 3))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.01 * rng.standard_normal(400)
+    X_query = rng.uniform(size=(20, 3))
+    kernel = C(1.0) * RBF([0.5, 0.5, 0.5]) + WhiteKernel(1e-4)
+
+    def predict(**params):
+        gpr = GaussianProcessRegressor(kernel, optimizer=None, solver="vecchia",
+                                       n_neighbors=10, **params).fit(X, y)
+        return gpr.predict(X_query, return_std=True)
+
+    default, on_140, on_20 = predict(), predict(n_neighbors_predict=140), \
+        predict(n_neighbors_predict=20)
+    assert all(np.array_equal(a, b) for a, b in zip(default, on_140))
+    assert not np.array_equal(default[0], on_20[0])
 
 
 def test_verbose_layout_times_are_parts_of_the_fit(capsys):

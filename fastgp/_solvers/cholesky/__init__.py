@@ -75,7 +75,7 @@ class CholeskySolver(Solver):
         return self.predict_from_factor(fitted.kernel, fitted.X, fitted.L, fitted.A, X_query,
                                         want_var=want == "var")
 
-    def predict_cov_bytes(self, n_train, n_query, n_targets):
+    def predict_cov_bytes(self, n_train, n_query, n_targets, n_features):
         return estimates.predict_cov_bytes(n_train, n_query, n_targets)
 
     # ------------------------------------------------ the other estimators

@@ -203,7 +203,7 @@ class CudaSolver(Solver):
                                   fitted.L, A, X_query, want == "var", solve_lower=solve,
                                   xp=device.xp, to_host=device.to_host)
 
-    def predict_cov_bytes(self, n_train, n_query, n_targets):
+    def predict_cov_bytes(self, n_train, n_query, n_targets, n_features):
         # the host's: the (m, m) result and the prior's; the (n, m) block
         # lies on the device, counted as the CPU path counts it (an upper
         # bound where the device is the host: the simulator)

@@ -106,7 +106,7 @@ class IterativeSolver(Solver):
         self._warn_prediction_residual(residual)
         return mean, var
 
-    def predict_cov_bytes(self, n_train, n_query, n_targets):
+    def predict_cov_bytes(self, n_train, n_query, n_targets, n_features):
         return estimates.iterative_predict_cov_bytes(n_train, n_query, n_targets,
                                                      self.options.preconditioner_rank,
                                                      self.options.max_cg_iter)

@@ -26,37 +26,69 @@ __all__ = ["VecchiaSolver", "JOINT_MAX_POINTS"]
 
 
 #: n_neighbors_predict=None conditions each query point on this many times
-#: n_neighbors training points.
+#: n_neighbors training points, and on at least
+#: :data:`PREDICT_NEIGHBOURS_BEYOND_PLANE` where the inputs have more than
+#: :data:`PLANE` dimensions (:func:`default_predict_neighbours`).
 PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR = 2
+
+#: Measured after fits on 30 neighbours (docs/benchmarks.md, "Neighbours for
+#: prediction"; bench/bench_vecchia.py, case predict-neighbours): on the
+#: Heaton et al. temperatures (2-D, 105,569 points) and a 2-D field with a
+#: trend (100,000), 60 prediction neighbours gave a held-out RMSE within
+#: 0.04 % of 140's at a fifth to a sixth of the time; on an 8-D function
+#: (100,000), 140 gave an RMSE 30 % below 60's (0.0146 against 0.0208) for
+#: 2.7 x the time, as Katzfuss, Guinness and Lawrence (2022) predict on 140
+#: after fitting on 30: the screening that makes a few neighbours enough
+#: weakens as the dimension grows.
+PLANE = 2
+PREDICT_NEIGHBOURS_BEYOND_PLANE = 140
+
+
+def default_predict_neighbours(n_neighbors, n_features):
+    """n_neighbors_predict=None's value: 2 x ``n_neighbors`` for inputs of
+    at most two dimensions, and at least 140 above."""
+    m = PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * int(n_neighbors)
+    return m if n_features <= PLANE else max(m, PREDICT_NEIGHBOURS_BEYOND_PLANE)
 
 
 class VecchiaSolver(Solver):
     """Vecchia's approximation of the regression's likelihood.
 
     n_neighbors : int, the conditioning sets' size m of the fit
-    n_neighbors_predict : int, the neighbours of each query point
+    n_neighbors_predict : int or None, the neighbours of each query point
+        (None: :func:`default_predict_neighbours` for the inputs' dimension)
     ordering : "maxmin" or "random"
     """
 
     name = "vecchia"
     restarts_in_workers = True
+    #: The optimiser runs again after each relayout of the neighbours, and
+    #: the orderings and neighbour searches take time of their own.
+    #: Measured (bench/bench_fit_notice.py; docs/benchmarks.md, "Long fits:
+    #: the notice against the fit"): the default fit of a noisy 2-D problem
+    #: with 4 hyperparameters took 49 to 50 evaluations at 300,000 and 10^6
+    #: samples, and 192 s at 10^6 where its first evaluation took 2.7 s: 71
+    #: first evaluations' time, 2.8 x the 25 evaluations that fits of 4
+    #: hyperparameters typically take.
+    fit_time_factor = 2.8
 
     def __init__(self, n_neighbors, n_neighbors_predict, ordering):
         self.n_neighbors = int(n_neighbors)
-        self.n_neighbors_predict = int(n_neighbors_predict)
+        self.n_neighbors_predict = (None if n_neighbors_predict is None
+                                    else int(n_neighbors_predict))
         self.ordering = ordering
 
     @classmethod
     def from_params(cls, params):
         m = int(params["n_neighbors"])
-        m_predict = params["n_neighbors_predict"]
-        # None: twice the fit's neighbours. Measured at the exact optimum of 2-D
-        # Matern 1.5 at N = 10,000, m = 30 (docs/benchmarks.md, "Neighbours
-        # for prediction"): held-out RMSE 1.0035 x the exact GP's on 30
-        # neighbours, 1.0008 x on 60, 1.0001 x on 120, for 0.07, 0.23 and 0.52 s
-        # per 2,000 points
-        return cls(m, PREDICT_NEIGHBOURS_PER_FIT_NEIGHBOUR * m if m_predict is None
-                   else int(m_predict), params["ordering"])
+        return cls(m, params["n_neighbors_predict"], params["ordering"])
+
+    def predict_neighbours(self, n_features):
+        """The neighbours of each query point for inputs of ``n_features``
+        dimensions."""
+        if self.n_neighbors_predict is not None:
+            return self.n_neighbors_predict
+        return default_predict_neighbours(self.n_neighbors, n_features)
 
     @classmethod
     def accept(cls, covariance, kernel):
@@ -106,11 +138,11 @@ class VecchiaSolver(Solver):
 
     def predict(self, fitted, X_query, want):
         n = len(fitted.A)
+        m_predict = self.predict_neighbours(X_query.shape[1])
         if want == "cov":
-            return self.outside_fit(n, predict_joint, fitted, X_query, self.n_neighbors_predict)
-        return self.outside_fit(n, predict_vecchia, fitted, X_query, self.n_neighbors_predict,
-                             want)
+            return self.outside_fit(n, predict_joint, fitted, X_query, m_predict)
+        return self.outside_fit(n, predict_vecchia, fitted, X_query, m_predict, want)
 
-    def predict_cov_bytes(self, n_train, n_query, n_targets):
+    def predict_cov_bytes(self, n_train, n_query, n_targets, n_features):
         return estimates.vecchia_predict_cov_bytes(n_train, n_query, n_targets,
-                                                   self.n_neighbors_predict)
+                                                   self.predict_neighbours(n_features))
