@@ -76,6 +76,10 @@ def test_noise_free_the_length_scale_against_the_spacing():
         warn_noise_free_fit(RBF([0.07, 0.7]), grid, nugget)
     with pytest.warns(UserWarning, match=NOISE_FREE):
         warn_noise_free_fit(C(2.0) * Matern(0.05), grid, nugget)
+    # the correlation, not the covariance: the same at a signal variance of
+    # 1e4 as at 1 (0.36)
+    with pytest.warns(UserWarning, match="nearest neighbour is typically 0.36 under it"):
+        warn_noise_free_fit(C(1e4) * RBF([0.07, 0.7]), grid, nugget)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_noise_free_fit(RBF([0.15, 1.5]), grid, nugget)      # longer than the spacing

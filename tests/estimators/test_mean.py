@@ -256,6 +256,19 @@ def test_mean_bad_basis_at_fit_is_a_value_error_and_leaves_the_fit(solver, mean,
     assert_same_bits(before, answers(gpr, X, y, X_query))
 
 
+@pytest.mark.parametrize("scale", [1e-6, 1e6])
+def test_mean_rank_deficiency_is_judged_relative_to_the_basis_scale(scale):
+    # columns equal to rounding (1e-14 relative) in units where the basis's
+    # entries are 1e-6 or 1e6: the pivots' tolerance is relative to the
+    # largest, so both are refused (an absolute one misses one or the other)
+    X, y, _ = trend_data()
+    wobble = 1e-14 * np.random.default_rng(1).standard_normal(len(X))
+    basis = lambda X: scale * np.column_stack(  # noqa: E731
+        [np.ones(len(X)), X[:, 0], X[:, 0] * (1.0 + wobble[:len(X)])])
+    with pytest.raises(ValueError, match="rank-deficient"):
+        GaussianProcessRegressor(kernel(), optimizer=None, mean=basis).fit(X, y)
+
+
 def test_mean_linear_with_a_constant_input_names_it():
     X, y, _ = trend_data()
     X = np.column_stack([X, np.full(len(X), 2.5)])

@@ -365,10 +365,10 @@ def _run(command, cwd, env, timeout):
         return process.returncode, out, True
 
 
-def _write(report, out):
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(report, indent=1))
-    return out
+def _write(report, path):
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(report, indent=1))
+    return path
 
 
 def main(argv=None):
@@ -401,7 +401,7 @@ def main(argv=None):
             if not args.modules or module in args.modules]
     if args.modules and len(plan) != len(set(args.modules)):
         sys.exit(f"not in the group: {sorted(set(args.modules) - {m for _, m, _ in plan})}")
-    out = args.output
+    result_path = args.output
     deadline = time.monotonic() + args.budget_s
     report = {"group": args.group, "seed": SEED, "per_module": args.per_module,
               "every_below": args.every_below,
@@ -463,11 +463,11 @@ def main(argv=None):
             print(json.dumps({module: {k: v for k, v in entry.items() if k != "survivors"}}),
                   flush=True)
             if not args.list:
-                _write(report, out)  # after each module: a stopped run keeps what ran
+                _write(report, result_path)  # after each module: a stopped run keeps what ran
     report["complete"] = True
     report["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     if not args.list:
-        print(f"wrote {_write(report, out)}")
+        print(f"wrote {_write(report, result_path)}")
 
 
 if __name__ == "__main__":
