@@ -37,7 +37,7 @@ from ._report import format_table
 
 #: One case in a fresh process: warm up, fit, print the notice and the time.
 CASE = r"""
-import json, re, sys, time, warnings
+import json, sys, time, warnings
 import numpy as np
 
 case = sys.argv[1]

@@ -220,7 +220,9 @@ class EvaluationClock:
             count = (f"stops after max_iter={self.max_iter} iterations (at least as many "
                      "evaluations)")
         else:
-            count = f"typically takes {low} to {high} {d.counted}"
+            counted = ("evaluations" if d.time_factor == 1.0 else
+                       "evaluations' time (what the fit does between them included)")
+            count = f"typically takes {low} to {high} {counted}"
             if self.max_iter is not None and self.max_iter == high:
                 count += f" (max_iter={self.max_iter} iterations at most)"
         which = "first"

@@ -128,7 +128,6 @@ class FitDescription:
     time_factor : float, the fit's time in evaluations' worth per
         evaluation (:attr:`Solver.fit_time_factor`): the range of
         evaluations is scaled by it
-    counted : str, what the scaled range counts, as the notice says it
     """
 
     what: str
@@ -136,7 +135,6 @@ class FitDescription:
     faster_seconds: float = None
     evaluations: tuple = None
     time_factor: float = 1.0
-    counted: str = "evaluations"
 
 
 @dataclass(frozen=True)

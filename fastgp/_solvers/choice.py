@@ -13,6 +13,7 @@ the CPU only, and ``solver="auto"`` never moves a fit to a GPU by itself: a
 GPU fit is asked for by name (docs/gpu.md says why).
 """
 
+import dataclasses
 import functools
 import importlib.util
 
@@ -195,10 +196,16 @@ def fit_remedies(solver, params, problem):
 
 def fit_description(solver, params, problem):
     """What the notice of a long fit (fastgp._fit.clock) says of a
-    regression fit: the solver and the sizes, and Vecchia's approximation
-    as the faster way (with its estimated time per evaluation, named only
-    where it is under a quarter of the measured one) for the other solvers
-    on the fast path."""
+    regression fit: the solver and the sizes, its time per evaluation
+    (:attr:`Solver.fit_time_factor`), and Vecchia's approximation as the
+    faster way (with its estimated time per evaluation, named only where it
+    is under a quarter of the measured one) for the other solvers on the
+    fast path."""
+    return dataclasses.replace(_described(solver, params, problem),
+                               time_factor=solver.fit_time_factor)
+
+
+def _described(solver, params, problem):
     n = problem.n_samples
     where = f" on {solver.device_name}" if isinstance(solver, CudaSolver) else ""
     what = (f'solver "{solver.name}"{where}, N = {n:,} samples, {problem.n_theta} '
@@ -207,11 +214,7 @@ def fit_description(solver, params, problem):
         return FitDescription(what, "a kernel on fastgp's fast path "
                                     "(fastgp.kernels.fast_path(kernel, X) names the part "
                                     "that keeps this one off)")
-    if solver.name == "vecchia":
-        return FitDescription(what, time_factor=solver.fit_time_factor,
-                              counted="evaluations' time (its neighbour searches and "
-                                      "relayouts included)")
-    if where:
+    if solver.name == "vecchia" or where:
         return FitDescription(what)
     if solver.name == "cholesky" and gpu_present():
         return FitDescription(what, 'device="cuda" (the same exact fit on the GPU found '

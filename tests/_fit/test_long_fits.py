@@ -292,14 +292,15 @@ def test_long_fits_a_solvers_time_factor_scales_the_range():
     # x that is 42, 70 and 210 evaluations' time
     watch = Stopwatch()
     timer = EvaluationClock(4, 1, "fmin_l_bfgs_b",
-                            FitDescription("x", time_factor=2.8, counted="evaluations' time"),
+                            FitDescription("x", time_factor=2.8),
                             clock=watch)
     assert (timer.low, timer.typical, timer.high) == (42, 70, 210)
     with pytest.warns(LongFitWarning) as record:
         timer.evaluate(_slow(watch, 2.7), 0)
     text = str(record[0].message)
     assert text.startswith("This fit may take 113 s to 9.4 min: its first evaluation")
-    assert "typically takes 42 to 210 evaluations' time." in text
+    assert ("typically takes 42 to 210 evaluations' time (what the fit does between "
+            "them included).") in text
     # a fit of 0.8 s evaluations is long (56 s), though 25 of them are not
     quick = EvaluationClock(4, 1, "fmin_l_bfgs_b", FitDescription("x", time_factor=2.8),
                             clock=watch)
@@ -374,8 +375,8 @@ def test_long_fits_vecchias_runs_share_one_notice(monkeypatch):
     notices = [w for w in record if w.category is LongFitWarning]
     assert len(notices) == 1 and "Faster" not in str(notices[0].message)
     # the solver's relayouts are counted: 3 hyperparameters, 2.8 x (15, 75)
-    assert ("typically takes 42 to 210 evaluations' time (its neighbour searches and "
-            "relayouts included)") in str(notices[0].message)
+    assert ("typically takes 42 to 210 evaluations' time (what the fit does between "
+            "them included)") in str(notices[0].message)
 
 
 def test_long_fits_the_gplvm_counts_its_measured_evaluations(monkeypatch):
