@@ -68,12 +68,18 @@ Cases:
   "profile": the likelihood GPBoost maximises) and GPBoost's
   ``GPModel(gp_approx="vecchia")`` fitted with the design [1, x_1, x_2] as
   fixed effects, the same Matern (``--nu``: 0.5 is the exponential) with a
-  nugget, the same neighbours (``--m``), random orderings, two threads;
-  on ``--problem heaton`` (the simulated temperatures; ``--n`` a random
-  subset of its training cells and of at most 10,000 held-out cells, 0 or
-  none: all) or ``trend2d`` (``matern2d``'s field plus the trend 1 + 2 x_1
-  - x_2, 10,000 held-out points): the coefficients with their standard
-  errors, the held-out RMSE, CRPS and coverage, and both fit times;
+  nugget, the same neighbours (``--m``), two threads; on ``--problem
+  heaton`` (the simulated temperatures; ``--n`` a random subset of its
+  training cells and of at most 10,000 held-out cells, 0 or none: all) or
+  ``trend2d`` (``matern2d``'s field plus the trend 1 + 2 x_1 - x_2, 10,000
+  held-out points). Each library fits once per random ordering
+  (``--seeds``: a random ordering is one draw of the approximation, and the
+  coefficients move with it by about their standard error), fastgp once
+  more on its default maxmin ordering; each fit's coefficients with their
+  standard errors, covariance estimates, log-likelihood, held-out RMSE,
+  CRPS and coverage, and fit time; fastgp's likelihood and coefficients at
+  GPBoost's covariance estimates of the same seed; the means over the
+  random orderings;
 - ``predict-neighbours``: one fastgp Vecchia fit (``--m``, with
   ``mean="linear"`` on ``heaton`` and ``trend2d``) on ``heaton``,
   ``trend2d`` or ``ard8`` (``ard10``'s function of 8 inputs), then the
@@ -494,54 +500,89 @@ def _load_problem(path):
 
 
 def child_mean_fastgp(spec):
-    """fastgp's side of ``gpboost-mean``: mean="linear" with the covariance."""
+    """fastgp's side of ``gpboost-mean``: mean="linear" with the covariance,
+    one fit per random ordering (``spec["seeds"]``) and one on fastgp's
+    default ordering (maxmin). Where ``spec["gpboost_cov_pars"]`` holds
+    GPBoost's estimates (one per seed), each random-ordering fit also
+    reports its likelihood at them and its coefficients there (the
+    covariance held at GPBoost's, fastgp's ordering): what separates a
+    difference of the optimum from one of the approximation."""
     from fastgp import GaussianProcessRegressor
 
     _quiet()
     _warm_up()
     X, y, Xq, yq = _load_problem(spec["data"])
-    start = time.perf_counter()
-    gpr = GaussianProcessRegressor(mean_kernel(spec["nu"]), solver="vecchia",
-                                   n_neighbors=spec["m"], ordering="random",
-                                   mean="linear", mean_method=spec["method"],
-                                   random_state=0).fit(X, y)
-    fit_s = time.perf_counter() - start
-    start = time.perf_counter()
-    mean, std = gpr.predict(Xq, return_std=True)
-    return {"fit_s": fit_s, "predict_s": time.perf_counter() - start,
-            "scores": scores(mean, std, yq), "kernel": str(gpr.kernel_),
-            "coef": gpr.mean_coef_.tolist(),
-            "coef_se": np.sqrt(np.diagonal(gpr.mean_coef_cov_)).tolist(),
-            "n_train": len(y), "n_test": len(yq), "n_evaluations": int(gpr.n_evaluations_)}
+    theirs = spec.get("gpboost_cov_pars") or [None] * len(spec["seeds"])
+    fits = []
+    for ordering, seed, cov_pars in ([("random", s, c) for s, c in zip(spec["seeds"], theirs)]
+                                     + [("maxmin", 0, None)]):
+        def fitted(kernel, **options):
+            return GaussianProcessRegressor(kernel, solver="vecchia", n_neighbors=spec["m"],
+                                            ordering=ordering, mean="linear",
+                                            mean_method=spec["method"], random_state=seed,
+                                            **options).fit(X, y)
+
+        start = time.perf_counter()
+        gpr = fitted(mean_kernel(spec["nu"]))
+        fit_s = time.perf_counter() - start
+        start = time.perf_counter()
+        mean, std = gpr.predict(Xq, return_std=True)
+        row = {"ordering": ordering, "seed": seed, "fit_s": fit_s,
+               "predict_s": time.perf_counter() - start,
+               "scores": scores(mean, std, yq), "kernel": str(gpr.kernel_),
+               "cov_pars": _cov_pars(gpr.kernel_),
+               "log_likelihood": float(gpr.log_marginal_likelihood_value_),
+               "coef": gpr.mean_coef_.tolist(),
+               "coef_se": np.sqrt(np.diagonal(gpr.mean_coef_cov_)).tolist(),
+               "n_evaluations": int(gpr.n_evaluations_)}
+        if cov_pars is not None:  # GPBoost's [nugget, variance, range]
+            nugget, variance, scale = cov_pars
+            at_theirs = fitted(gpr.kernel_.clone_with_theta(np.log([variance, scale, nugget])),
+                               optimizer=None)
+            row["at_gpboost"] = {"log_likelihood": float(
+                at_theirs.log_marginal_likelihood_value_), "coef": at_theirs.mean_coef_.tolist()}
+        fits.append(row)
+    return {"fits": fits, "n_train": len(y), "n_test": len(yq)}
+
+
+def _cov_pars(kernel):
+    """GPBoost's [nugget, variance, range] of C * Matern + WhiteKernel."""
+    variance, scale, nugget = np.exp(kernel.theta)
+    return [float(nugget), float(variance), float(scale)]
 
 
 def child_mean_gpboost(spec):
     """GPBoost's side of ``gpboost-mean``: the design [1, x] as fixed
-    effects, the same Matern with a nugget on Vecchia's approximation."""
+    effects, the same Matern with a nugget on Vecchia's approximation, one
+    fit per random ordering (GPBoost's ``seed``, ``spec["seeds"]``)."""
     import gpboost
 
     X, y, Xq, yq = _load_problem(spec["data"])
     design = np.column_stack([np.ones(len(X)), X])
-    start = time.perf_counter()
-    model = gpboost.GPModel(gp_coords=X, cov_function="matern", cov_fct_shape=spec["nu"],
-                            likelihood="gaussian", gp_approx="vecchia",
-                            num_neighbors=spec["m"], vecchia_ordering="random",
-                            num_parallel_threads=spec.get("threads", GPBOOST_THREADS),
-                            seed=0)
-    model.fit(y=y, X=design)
-    fit_s = time.perf_counter() - start
-    start = time.perf_counter()
-    pred = model.predict(gp_coords_pred=Xq, X_pred=np.column_stack([np.ones(len(Xq)), Xq]),
-                         predict_var=True, predict_response=True)
-    predict_s = time.perf_counter() - start
-    mean, var = np.asarray(pred["mu"]), np.asarray(pred["var"])
-    coef = np.asarray(model.get_coef(std_err=True), dtype=float).reshape(-1, design.shape[1])
-    return {"fit_s": fit_s, "predict_s": predict_s, "scores": scores(mean, np.sqrt(var), yq),
-            "coef": coef[0].tolist(),
-            "coef_se": coef[1].tolist() if len(coef) > 1 else None,
-            "cov_pars": np.asarray(model.get_cov_pars(std_err=False),
-                                   dtype=float).ravel().tolist(),
-            "version": gpboost.__version__}
+    fits = []
+    for seed in spec["seeds"]:
+        start = time.perf_counter()
+        model = gpboost.GPModel(gp_coords=X, cov_function="matern", cov_fct_shape=spec["nu"],
+                                likelihood="gaussian", gp_approx="vecchia",
+                                num_neighbors=spec["m"], vecchia_ordering="random",
+                                num_parallel_threads=spec.get("threads", GPBOOST_THREADS),
+                                seed=seed)
+        model.fit(y=y, X=design)
+        fit_s = time.perf_counter() - start
+        start = time.perf_counter()
+        pred = model.predict(gp_coords_pred=Xq, X_pred=np.column_stack([np.ones(len(Xq)), Xq]),
+                             predict_var=True, predict_response=True)
+        predict_s = time.perf_counter() - start
+        mean, var = np.asarray(pred["mu"]), np.asarray(pred["var"])
+        coef = np.asarray(model.get_coef(std_err=True), dtype=float).reshape(-1, design.shape[1])
+        fits.append({"ordering": "random", "seed": seed, "fit_s": fit_s, "predict_s": predict_s,
+                     "scores": scores(mean, np.sqrt(var), yq),
+                     "coef": coef[0].tolist(),
+                     "coef_se": coef[1].tolist() if len(coef) > 1 else None,
+                     "cov_pars": np.asarray(model.get_cov_pars(std_err=False),
+                                            dtype=float).ravel().tolist(),
+                     "log_likelihood": -float(model.get_current_neg_log_likelihood())})
+    return {"fits": fits, "version": gpboost.__version__}
 
 
 def child_predict_neighbours(spec):
@@ -765,27 +806,63 @@ def case_gpboost_mean(args):
     data.parent.mkdir(parents=True, exist_ok=True)
     X, y, X_test, y_test = mean_problem(args.problem, n)
     np.savez(data, X=X, y=y, X_test=X_test, y_test=y_test)
-    spec = dict(problem=args.problem, n=n, m=args.m, nu=args.nu, data=str(data))
-    ours = _run("mean-fastgp", method=args.mean_method, threads=GPBOOST_THREADS, **spec)
+    spec = dict(problem=args.problem, n=n, m=args.m, nu=args.nu, data=str(data),
+                seeds=args.seeds)
     why_not = gpboost_unavailable(args.gpboost_python)
     theirs = (dict(status="skipped", reason=why_not) if why_not else
               _run("mean-gpboost", python=args.gpboost_python, threads=GPBOOST_THREADS,
                    **spec))
+    if theirs.get("status") == "ok":
+        spec["gpboost_cov_pars"] = [fit["cov_pars"] for fit in theirs["fits"]]
+    else:
+        print(f"GPBoost: {theirs.get('status')}: {theirs.get('reason', '')}", flush=True)
+    ours = _run("mean-fastgp", method=args.mean_method, threads=GPBOOST_THREADS, **spec)
+    print(f"{args.problem} N = {n or 'all'}, Matern {args.nu}, m = {args.m}:", flush=True)
     for name, r in (("fastgp", ours), ("GPBoost", theirs)):
-        if r.get("status") == "ok":
-            s = r["scores"]
-            coef = ", ".join(f"{c:.4f}" + (f" ({e:.4f})" if e is not None else "")
-                             for c, e in zip(r["coef"], r["coef_se"] or [None] * 3))
-            print(f"{args.problem} N = {n or 'all'}, Matern {args.nu}, m = {args.m}, {name}: "
-                  f"fit {r['fit_s']:.1f} s, predict {r['predict_s']:.2f} s; RMSE "
-                  f"{s['RMSE']:.4f}, CRPS {s['CRPS']:.4f}, coverage {s['coverage']:.3f}; "
-                  f"coefficients (standard errors) {coef}", flush=True)
-        elif name == "GPBoost":
-            print(f"GPBoost: {r.get('status')}: {r.get('reason', '')}", flush=True)
-    if ours.get("status") == "ok" and theirs.get("status") == "ok":
-        print(f"GPBoost's fit time / fastgp's: {theirs['fit_s'] / ours['fit_s']:.1f}",
-              flush=True)
-    return {"fastgp": ours, "gpboost": theirs}
+        for fit in r.get("fits", []) if r.get("status") == "ok" else []:
+            _print_mean_fit(name, fit)
+    summary = {name: _mean_summary(r["fits"]) for name, r in (("fastgp", ours),
+                                                               ("gpboost", theirs))
+               if r.get("status") == "ok"}
+    for name, row in summary.items():
+        print(f"  {name} over the random orderings: fit {row['fit_s']:.1f} s, RMSE "
+              f"{row['RMSE']:.4f}, CRPS {row['CRPS']:.4f}; coefficients "
+              + ", ".join(f"{c:.4f} [{lo:.4f}, {hi:.4f}]" for c, lo, hi in
+                          zip(row["coef"], row["coef_min"], row["coef_max"])), flush=True)
+    if len(summary) == 2:
+        print(f"  GPBoost's fit time / fastgp's (random orderings): "
+              f"{summary['gpboost']['fit_s'] / summary['fastgp']['fit_s']:.1f}", flush=True)
+    return {"fastgp": ours, "gpboost": theirs, "summary": summary}
+
+
+def _print_mean_fit(name, fit):
+    """One fit's line of ``gpboost-mean``."""
+    s = fit["scores"]
+    coef = ", ".join(f"{c:.4f}" + (f" ({e:.4f})" if e is not None else "")
+                     for c, e in zip(fit["coef"], fit["coef_se"] or [None] * len(fit["coef"])))
+    nugget, variance, scale = fit["cov_pars"]
+    line = (f"  {name}, {fit['ordering']} ordering {fit['seed']}: fit {fit['fit_s']:.1f} s, "
+            f"predict {fit['predict_s']:.2f} s; RMSE {s['RMSE']:.4f}, CRPS {s['CRPS']:.4f}, "
+            f"coverage {s['coverage']:.3f}; coefficients (standard errors) {coef}; variance "
+            f"{variance:.4g}, range {scale:.4g}, nugget {nugget:.4g}; log-likelihood "
+            f"{fit['log_likelihood']:.2f}")
+    if "at_gpboost" in fit:
+        there = fit["at_gpboost"]
+        line += (f"; at GPBoost's covariance: log-likelihood {there['log_likelihood']:.2f}, "
+                 "coefficients " + ", ".join(f"{c:.4f}" for c in there["coef"]))
+    print(line, flush=True)
+
+
+def _mean_summary(fits):
+    """The random orderings' mean fit time, RMSE and CRPS, and each
+    coefficient's mean, least and greatest."""
+    fits = [fit for fit in fits if fit["ordering"] == "random"]
+    coef = np.array([fit["coef"] for fit in fits])
+    return {"fit_s": float(np.mean([fit["fit_s"] for fit in fits])),
+            "RMSE": float(np.mean([fit["scores"]["RMSE"] for fit in fits])),
+            "CRPS": float(np.mean([fit["scores"]["CRPS"] for fit in fits])),
+            "coef": coef.mean(axis=0).tolist(), "coef_min": coef.min(axis=0).tolist(),
+            "coef_max": coef.max(axis=0).tolist()}
 
 
 def case_predict_neighbours(args):
@@ -828,6 +905,8 @@ def parse_args(argv=None):
     parser.add_argument("--n", "--sizes", dest="sizes", type=_int_list, default=None,
                         help="N (comma-separated for several)")
     parser.add_argument("--m", type=int, default=30, help="n_neighbors")
+    parser.add_argument("--seeds", type=_int_list, default=[0, 1, 2],
+                        help="the random orderings' seeds (gpboost-mean)")
     parser.add_argument("--m-predict", type=int, default=60,
                         help="n_neighbors_predict (heaton)")
     parser.add_argument("--ms", type=_int_list, default=[10, 20, 30, 40],
