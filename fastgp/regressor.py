@@ -161,7 +161,11 @@ class GaussianProcessRegressor(PortableState, _SklearnGPR):
     ordering : {"maxmin", "random"}, default="maxmin"
         Vecchia solver: the ordering of the training points. "maxmin": each
         next point the farthest from those before it (Guinness 2018, far more
-        accurate at the same m); "random": drawn from ``random_state``.
+        accurate at the same m); "random": drawn from ``random_state``, one
+        draw of the approximation (a ``mean``'s coefficients move with it
+        by about their standard error; maxmin's likelihood was the highest
+        of every ordering measured: docs/benchmarks.md, "A mean estimated
+        with the covariance").
     n_jobs : int or None, default=None
         Optimiser runs (the first and the restarts) executed at once, as joblib
         tasks under the active ``joblib.parallel_config`` (loky processes by
