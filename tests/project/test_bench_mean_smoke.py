@@ -41,3 +41,24 @@ def test_bench_vecchia_mean_cases_run_at_a_tiny_n(tmp_path, monkeypatch, capsys)
     summary = mean["summary"]["fastgp"]
     assert all(lo <= c <= hi for c, lo, hi in
                zip(summary["coef"], summary["coef_min"], summary["coef_max"]))
+
+
+def test_fastgp_at_gpboosts_covariance_reads_gpboosts_parameter_order(tmp_path, monkeypatch):
+    # fastgp's own estimates handed back as GPBoost's [nugget, variance,
+    # range] must give fastgp's own likelihood and coefficients: a swapped
+    # order would evaluate another covariance
+    import numpy as np
+    import pytest
+
+    monkeypatch.setattr(bench_vecchia, "_quiet", lambda: None)
+    monkeypatch.setattr(bench_vecchia, "_warm_up", lambda: None)
+    X, y, X_test, y_test = bench_vecchia.mean_problem("trend2d", 300)
+    np.savez(tmp_path / "data.npz", X=X, y=y, X_test=X_test, y_test=y_test)
+    spec = dict(data=str(tmp_path / "data.npz"), seeds=[1], m=5, nu=1.5, method="profile")
+    own = bench_vecchia.child_mean_fastgp(spec)["fits"]
+    assert [fit["ordering"] for fit in own] == ["random", "maxmin"]
+    again = bench_vecchia.child_mean_fastgp(dict(spec, gpboost_cov_pars=[own[0]["cov_pars"]]))
+    there = again["fits"][0]["at_gpboost"]
+    assert there["log_likelihood"] == pytest.approx(own[0]["log_likelihood"], rel=1e-9)
+    np.testing.assert_allclose(there["coef"], own[0]["coef"], rtol=1e-7)
+    assert "at_gpboost" not in again["fits"][1]  # maxmin has no GPBoost twin
